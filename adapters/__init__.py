@@ -1,0 +1,1 @@
+"""Chat adapters: translate platform events into `core.Request` and render `core.Reply`."""

@@ -1,0 +1,1 @@
+"""The local console channel: `threadline chat` and `threadline ask`."""

@@ -1,0 +1,81 @@
+"""Console <-> core translation.
+
+The console identity is the local OS user on platform `console`; the `--tenant/--channel/
+--thread/--user/--role` flags stand in for a verified identity because whoever runs the process
+is the local operator. The policy still applies to it like to any other identity.
+"""
+
+from __future__ import annotations
+
+import getpass
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.request import Reply, Request
+
+
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name (some containers): still a stable local identity
+        return "local"
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleIdentity:
+    tenant: str = "local"
+    channel: str = "console"
+    thread: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    user: str = field(default_factory=_os_user)
+    roles: tuple[str, ...] = ()
+
+
+def to_request(text: str, who: ConsoleIdentity) -> Request:
+    return Request(
+        platform="console",
+        tenant=who.tenant,
+        channel=who.channel,
+        thread=who.thread,
+        user=who.user,
+        roles=who.roles,
+        text=text,
+    )
+
+
+def save_attachments(reply: Reply, directory: Path) -> list[Path]:
+    """The console cannot show audio or images inline, so attachments become files."""
+    paths = []
+    for att in reply.attachments:
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / Path(att.filename).name  # never let a name climb out of the folder
+        path.write_bytes(att.data)
+        paths.append(path)
+    return paths
+
+
+def render_text(reply: Reply, saved: list[Path]) -> str:
+    parts = [reply.text]
+    parts += [f"[attachment saved: {p}]" for p in saved]
+    parts += [f"({n})" for n in reply.notices]
+    return "\n".join(parts)
+
+
+def render_json(reply: Reply, saved: list[Path]) -> dict[str, Any]:
+    """The stable `--json` shape documented in the README."""
+    attachments = []
+    for att, path in zip(reply.attachments, saved, strict=False):
+        attachments.append({**att.describe(), "path": str(path)})
+    return {
+        "ok": reply.ok,
+        "text": reply.text,
+        "attachments": attachments,
+        "tool_calls": [{"name": c.name, "ok": c.ok, "error": c.error} for c in reply.tool_calls],
+        "usage": {
+            "prompt_tokens": reply.usage.prompt_tokens,
+            "completion_tokens": reply.usage.completion_tokens,
+            "cached_tokens": reply.usage.cached_tokens,
+        },
+        "notices": list(reply.notices),
+    }

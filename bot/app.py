@@ -1,0 +1,114 @@
+"""The composition root: the only place that builds and connects Threadline's parts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from config.settings import Settings
+from core.llm.client import ChatModel
+from core.metrics import Metrics
+from core.service import Core
+from core.store.engine import Database
+from core.tools.registry import Tool
+
+
+@dataclass
+class App:
+    settings: Settings
+    db: Database
+    core: Core
+    model: ChatModel | None
+    metrics: Metrics | None
+
+    async def aclose(self) -> None:
+        if self.model is not None:
+            await self.model.aclose()
+        await self.db.dispose()
+
+
+def build_app(
+    settings: Settings,
+    *,
+    extra_tools: Iterable[Tool] = (),
+    with_metrics: bool = False,
+    model: ChatModel | None = None,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> App:
+    """Assemble an app from settings. Cheap: no connection is opened until first use.
+
+    `model` replaces the configured LLM (tests pass their own ChatModel implementations).
+    Raises `PolicyError` when the policy file is unusable.
+    """
+    from core.agent import Agent
+    from core.commands import CommandRegistry, builtin_commands
+    from core.llm.usage import UsageRecorder
+    from core.memory.history import HistoryStore
+    from core.policy import Policy
+    from core.prompt import PromptBuilder
+    from core.quotas import QuotaLedger
+    from core.service import Limits
+    from core.tools.audit import AuditLog
+    from core.tools.builtin import builtin_tools
+    from core.tools.dispatcher import Dispatcher
+    from core.tools.registry import ToolRegistry
+
+    policy = Policy.load(settings.policy_file)
+    db = Database(settings.database)
+    quotas = QuotaLedger(db, clock)
+    usage = UsageRecorder(db)
+    if model is None:
+        model = _configured_model(settings)
+    agent = None
+    if model is not None:
+        registry = ToolRegistry([*builtin_tools(), *extra_tools])
+        dispatcher = Dispatcher(
+            registry,
+            AuditLog(db),
+            max_args_chars=settings.tool_max_args_chars,
+            max_result_chars=settings.tool_max_result_chars,
+        )
+        agent = Agent(
+            model=model,
+            dispatcher=dispatcher,
+            history=HistoryStore(db),
+            quotas=quotas,
+            usage=usage,
+            db=db,
+            prompt=PromptBuilder(persona=settings.persona),
+            clock=clock,
+        )
+    metrics = Metrics() if with_metrics else None
+    core = Core(
+        policy=policy,
+        commands=CommandRegistry(builtin_commands()),
+        quotas=quotas,
+        usage=usage,
+        agent=agent,
+        limits=Limits(max_message_chars=settings.max_message_chars),
+        metrics=metrics,
+        clock=clock,
+    )
+    return App(settings=settings, db=db, core=core, model=model, metrics=metrics)
+
+
+def _configured_model(settings: Settings) -> ChatModel | None:
+    from core.llm.client import OpenAICompatibleModel
+    from core.llm.providers import ProviderSpec
+
+    resolved = settings.llm()
+    if resolved is None:
+        return None
+    return OpenAICompatibleModel(
+        ProviderSpec(
+            name=resolved.name,
+            model=resolved.model,
+            base_url=resolved.base_url,
+            api_key=resolved.api_key.get_secret_value() if resolved.api_key else None,
+            context_window=resolved.context_window,
+            max_output_tokens=resolved.max_output_tokens,
+            timeout=resolved.timeout,
+            max_retries=resolved.max_retries,
+        )
+    )

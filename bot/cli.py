@@ -1,0 +1,157 @@
+"""`threadline` command line. Imports stay light at the top: `--help` must start fast."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from adapters.console.translate import ConsoleIdentity
+    from bot.app import App
+    from config.settings import Settings
+
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
+
+
+def _identity_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("console identity (the local operator is trusted)")
+    g.add_argument("--tenant", default="local", help="tenant id (default: local)")
+    g.add_argument("--channel", default="console", help="channel id (default: console)")
+    g.add_argument("--thread", help="thread id; reuse it to continue a conversation")
+    g.add_argument("--user", help="user id (default: the OS user)")
+    g.add_argument("--role", action="append", default=[], help="a role; repeat for several")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="threadline",
+        description="Threadline: a self-hosted chat-ops agent that answers in the thread.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO to stderr")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sub.add_parser("run", help="run everything configured (console when no chat tokens are set)")
+
+    serve = sub.add_parser("serve", help="HTTP server: /healthz, /metrics (Slack endpoint later)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=int(os.environ.get("PORT") or 8080))
+
+    sub.add_parser("worker", help="background worker (Discord gateway, scheduler)")
+
+    chat = sub.add_parser("chat", help="interactive console channel")
+    _identity_flags(chat)
+
+    ask = sub.add_parser("ask", help="ask one question (or run one command) and print the reply")
+    ask.add_argument("text", help='the question or command, e.g. "/budget"')
+    ask.add_argument("--json", action="store_true", help="print the reply as JSON")
+    _identity_flags(ask)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = _load_settings()
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_CONFIG
+    quiet = args.command in ("ask", "chat", "run") and not args.verbose
+    _configure_logging("WARNING" if quiet else settings.log_level)
+    try:
+        return asyncio.run(_dispatch(args, settings))
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+def _load_settings() -> Settings:
+    from config.settings import load_settings
+
+    return load_settings()
+
+
+def _configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.app import build_app
+    from core.policy import PolicyError
+
+    try:
+        app = build_app(settings, with_metrics=args.command == "serve")
+    except PolicyError as exc:
+        print(f"Threadline cannot start: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        if args.command == "ask":
+            return await _ask(app, args)
+        if args.command == "chat":
+            return await _chat(app, _identity(args))
+        if args.command == "run":
+            return await _run(app)
+        if args.command == "serve":
+            from bot.server import serve
+
+            return await serve(app, args.host, args.port)
+        if args.command == "worker":
+            from bot.worker import run_worker
+
+            return await run_worker(app)
+        raise AssertionError(args.command)
+    finally:
+        await app.aclose()
+
+
+def _identity(args: argparse.Namespace) -> ConsoleIdentity:
+    from adapters.console.translate import ConsoleIdentity
+
+    fields: dict[str, object] = {"tenant": args.tenant, "channel": args.channel}
+    fields["roles"] = tuple(args.role)
+    if args.thread:
+        fields["thread"] = args.thread
+    if args.user:
+        fields["user"] = args.user
+    return ConsoleIdentity(**fields)  # type: ignore[arg-type]
+
+
+async def _ask(app: App, args: argparse.Namespace) -> int:
+    from adapters.console.translate import render_json, render_text, save_attachments, to_request
+
+    reply = await app.core.handle(to_request(args.text, _identity(args)))
+    saved = save_attachments(reply, app.settings.data_dir / "attachments")
+    if args.json:
+        print(json.dumps(render_json(reply, saved), ensure_ascii=False))
+    else:
+        print(render_text(reply, saved))
+    return EXIT_OK if reply.ok else EXIT_FAILED
+
+
+async def _chat(app: App, who: ConsoleIdentity) -> int:
+    from adapters.console.repl import chat
+
+    return await chat(app.core, who, app.settings.data_dir / "attachments")
+
+
+async def _run(app: App) -> int:
+    from adapters.console.translate import ConsoleIdentity
+
+    s = app.settings
+    if s.slack_bot_token or s.slack_app_token or s.discord_token:
+        logging.getLogger("threadline").warning(
+            "chat tokens are set, but this version has no Slack or Discord adapter yet; "
+            "opening the console channel"
+        )
+    return await _chat(app, ConsoleIdentity())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Configuration: typed settings, the default policy and example files."""

@@ -1,0 +1,253 @@
+"""Typed settings from the environment, `.env` and `config/threadline.toml`.
+
+Precedence: explicit arguments > environment > `.env` > the TOML file > defaults. Keys in the
+TOML file are the environment names in lower case (`llm_model = "..."`), plus a `[providers.X]`
+table per named LLM provider. Errors name the setting to fix and never print secret values.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+CONFIG_DIR = Path(__file__).resolve().parent
+DEFAULT_CONFIG_FILE = CONFIG_DIR / "threadline.toml"
+DEFAULT_POLICY_FILE = CONFIG_DIR / "policy.toml"
+
+_WHITESPACE = re.compile(r"\s")
+
+
+class SettingsError(ValueError):
+    """Settings cannot be used; `str()` is a readable multi-line message without secrets."""
+
+
+def clean_url(value: object, name: str) -> str | None:
+    if value is None:
+        return None
+    text = str(value).strip().rstrip("/")
+    if not text:
+        return None
+    if not re.match(r"^https?://[^\s/]+", text):
+        raise ValueError(f"{name} must be an http:// or https:// URL")
+    return text
+
+
+def clean_secret(value: object, name: str) -> str | None:
+    if value is None:
+        return None
+    raw = value.get_secret_value() if isinstance(value, SecretStr) else str(value)
+    text = raw.strip()
+    if not text:
+        return None
+    if _WHITESPACE.search(text):
+        raise ValueError(
+            f"{name} has whitespace or a line break inside it (a bad paste?); "
+            "the value is not shown"
+        )
+    return text
+
+
+class ProviderSettings(BaseModel):
+    """A named LLM endpoint in `[providers.NAME]`. The key is read from the environment
+    variable named by `api_key_env`, so the TOML file never holds secrets."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    context_window: int | None = Field(None, ge=1024)
+    max_output_tokens: int | None = Field(None, ge=16)
+    timeout: float | None = Field(None, gt=0)
+    max_retries: int | None = Field(None, ge=0, le=10)
+
+
+class ResolvedProvider(BaseModel):
+    name: str
+    base_url: str | None
+    model: str
+    api_key: SecretStr | None
+    context_window: int
+    max_output_tokens: int
+    timeout: float
+    max_retries: int
+
+
+def _alias(env: str, key: str) -> AliasChoices:
+    return AliasChoices(env, key)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_file=".env",
+        env_file_encoding="utf-8",
+        case_sensitive=False,
+        extra="ignore",
+        populate_by_name=True,
+    )
+
+    data_dir: Path = Field(Path("data"), validation_alias=_alias("THREADLINE_DATA_DIR", "data_dir"))
+    database_url: str | None = None
+    policy_file: Path = Field(
+        DEFAULT_POLICY_FILE, validation_alias=_alias("THREADLINE_POLICY", "policy_file")
+    )
+    max_message_chars: int = Field(
+        20_000, ge=1, validation_alias=_alias("THREADLINE_MAX_MESSAGE_CHARS", "max_message_chars")
+    )
+    tool_max_args_chars: int = Field(
+        4_000, ge=2, validation_alias=_alias("THREADLINE_TOOL_MAX_ARGS_CHARS", "tool_max_args_chars")
+    )
+    tool_max_result_chars: int = Field(
+        8_000,
+        ge=100,
+        validation_alias=_alias("THREADLINE_TOOL_MAX_RESULT_CHARS", "tool_max_result_chars"),
+    )
+    persona: str = Field("", validation_alias=_alias("THREADLINE_PERSONA", "persona"))
+    log_level: str = Field("INFO", validation_alias=_alias("THREADLINE_LOG_LEVEL", "log_level"))
+
+    llm_provider: str | None = None
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_model: str | None = None
+    llm_context_window: int = Field(32_768, ge=1024)
+    llm_max_output_tokens: int = Field(1_024, ge=16)
+    llm_timeout: float = Field(60.0, gt=0)
+    llm_max_retries: int = Field(2, ge=0, le=10)
+    providers: dict[str, ProviderSettings] = {}
+
+    slack_bot_token: SecretStr | None = None
+    slack_signing_secret: SecretStr | None = None
+    slack_app_token: SecretStr | None = None
+    slack_api_url: str | None = None
+    discord_token: SecretStr | None = None
+    discord_api_url: str | None = None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_file = Path(os.environ.get("THREADLINE_CONFIG") or DEFAULT_CONFIG_FILE)
+        return (
+            init_settings,
+            env_settings,
+            dotenv_settings,
+            TomlConfigSettingsSource(settings_cls, toml_file=toml_file),
+        )
+
+    @field_validator("llm_base_url", "slack_api_url", "discord_api_url", mode="before")
+    @classmethod
+    def _url(cls, value: object, info: Any) -> str | None:
+        return clean_url(value, info.field_name.upper())
+
+    @field_validator(
+        "llm_api_key",
+        "slack_bot_token",
+        "slack_signing_secret",
+        "slack_app_token",
+        "discord_token",
+        mode="before",
+    )
+    @classmethod
+    def _secret(cls, value: object, info: Any) -> str | None:
+        return clean_secret(value, info.field_name.upper())
+
+    @field_validator("database_url", mode="before")
+    @classmethod
+    def _database_url(cls, value: object) -> str | None:
+        text = str(value).strip() if value is not None else ""
+        return text or None
+
+    @model_validator(mode="after")
+    def _check_llm(self) -> Settings:
+        self.llm()  # resolve once so that a broken LLM setup fails at start-up
+        return self
+
+    @property
+    def database(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir.resolve() / 'threadline.db'}"
+
+    def llm(self) -> ResolvedProvider | None:
+        """The active LLM endpoint, or None when no model is configured (a supported mode)."""
+        name = self.llm_provider
+        base: ProviderSettings
+        if name:
+            if name not in self.providers:
+                known = ", ".join(sorted(self.providers)) or "none defined"
+                raise ValueError(
+                    f"LLM_PROVIDER={name!r} is not a provider in config/threadline.toml "
+                    f"(known: {known})"
+                )
+            base = self.providers[name]
+        elif self.llm_base_url or self.llm_model or self.llm_api_key:
+            name, base = "default", ProviderSettings()
+        else:
+            return None
+        base_url = self.llm_base_url or clean_url(base.base_url, f"providers.{name}.base_url")
+        model = self.llm_model or base.model
+        if not model:
+            raise ValueError(
+                "no model name: set LLM_MODEL (environment or .env), or llm_model / "
+                f"[providers.{name}] model in config/threadline.toml"
+            )
+        key = self.llm_api_key
+        if key is None and base.api_key_env:
+            cleaned = clean_secret(os.environ.get(base.api_key_env), base.api_key_env)
+            key = SecretStr(cleaned) if cleaned else None
+        return ResolvedProvider(
+            name=name,
+            base_url=base_url,
+            model=model,
+            api_key=key,
+            context_window=base.context_window or self.llm_context_window,
+            max_output_tokens=base.max_output_tokens or self.llm_max_output_tokens,
+            timeout=base.timeout or self.llm_timeout,
+            max_retries=base.max_retries if base.max_retries is not None else self.llm_max_retries,
+        )
+
+
+_ENV_NAMES = {
+    "data_dir": "THREADLINE_DATA_DIR",
+    "policy_file": "THREADLINE_POLICY",
+    "max_message_chars": "THREADLINE_MAX_MESSAGE_CHARS",
+    "tool_max_args_chars": "THREADLINE_TOOL_MAX_ARGS_CHARS",
+    "tool_max_result_chars": "THREADLINE_TOOL_MAX_RESULT_CHARS",
+    "persona": "THREADLINE_PERSONA",
+    "log_level": "THREADLINE_LOG_LEVEL",
+}
+
+
+def describe_error(exc: ValidationError) -> str:
+    """One line per problem, naming the variable; never the offending value."""
+    lines = ["Threadline cannot start: the configuration has problems."]
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"])
+        head = str(err["loc"][0]) if err["loc"] else ""
+        name = _ENV_NAMES.get(head, head.upper()) if head else ""
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        if field and head == "providers":
+            name = f"[providers] {field.removeprefix('providers.')} in config/threadline.toml"
+        lines.append(f"  - {name}: {msg}" if name else f"  - {msg}")
+    return "\n".join(lines)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise SettingsError(describe_error(exc)) from None

@@ -1,0 +1,145 @@
+"""The command language every adapter shares: `/help`, `/budget`, `/ask ...`.
+
+Slack's `/threadline budget` and Discord's `/threadline budget` both reach core as the text
+`/budget`, so a command behaves the same everywhere. Each command is a small unit registered
+in one `CommandRegistry`; later features add theirs the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from core import messages
+from core.request import Reply
+from core.session import ToolSession
+
+if TYPE_CHECKING:
+    from core.llm.usage import UsageRecorder
+    from core.quotas import QuotaLedger
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCommand:
+    name: str
+    args: str
+
+
+def parse(text: str) -> ParsedCommand | None:
+    """`/name rest...` -> ParsedCommand; anything else (free text) -> None."""
+    text = text.strip()
+    if len(text) < 2 or text[0] != "/" or not text[1].isalpha():
+        return None
+    head, _, rest = text[1:].partition(" ")
+    if "/" in head:  # "/etc/hosts is wrong" is a question about a path, not a command
+        return None
+    return ParsedCommand(name=head.lower(), args=rest.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class CommandContext:
+    session: ToolSession
+    commands: CommandRegistry
+    quotas: QuotaLedger
+    usage: UsageRecorder
+    model_configured: bool
+    ask: Callable[[str], Awaitable[Reply]]
+    now: datetime
+
+
+Handler = Callable[[CommandContext, str], Awaitable[Reply]]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    usage: str
+    summary: str
+    handler: Handler
+    permission: str | None = None
+
+
+class CommandRegistry:
+    def __init__(self, commands: Iterable[Command] = ()) -> None:
+        self._commands: dict[str, Command] = {}
+        for c in commands:
+            self.add(c)
+
+    def add(self, command: Command) -> None:
+        if command.name in self._commands:
+            raise ValueError(f"command /{command.name} is registered twice")
+        self._commands[command.name] = command
+
+    def get(self, name: str) -> Command | None:
+        return self._commands.get(name)
+
+    def __iter__(self) -> Iterable[Command]:  # type: ignore[override]
+        return iter(self._commands.values())
+
+    async def run(self, ctx: CommandContext, parsed: ParsedCommand) -> Reply:
+        command = self.get(parsed.name)
+        if command is None:
+            return Reply(messages.unknown_command(parsed.name), ok=False)
+        if command.permission:
+            ctx.session.require(command.permission)
+        return await command.handler(ctx, parsed.args)
+
+
+def help_text(ctx: CommandContext) -> str:
+    lines = ["*Threadline* answers questions in this thread. Mention me or use a command:", ""]
+    for c in ctx.commands:
+        note = ""
+        if c.permission and not ctx.session.allows(c.permission):
+            note = f" (needs `{c.permission}`)"
+        lines.append(f"• `{c.usage}` — {c.summary}{note}")
+    if not ctx.model_configured:
+        lines += ["", "No language model is configured: free-text questions get a short notice."]
+    return "\n".join(lines)
+
+
+async def _help(ctx: CommandContext, _args: str) -> Reply:
+    return Reply(help_text(ctx), ephemeral=True)
+
+
+async def _ask(ctx: CommandContext, args: str) -> Reply:
+    if not args:
+        return Reply("Usage: `/ask QUESTION`", ok=False, ephemeral=True)
+    return await ctx.ask(args)
+
+
+async def _budget(ctx: CommandContext, _args: str) -> Reply:
+    session = ctx.session
+    states = await ctx.quotas.snapshot(session.token_limits() + session.tts_limits())
+    used_today = await ctx.usage.today(session)
+    resets = ctx.quotas.resets_at()
+    lines = [f"*Your budget today* (UTC day; resets {messages.until(resets, ctx.now)})"]
+    for st in states:
+        spent = st.used + st.reserved
+        pct = f" ({100 * spent / st.limit.limit:.0f}%)" if st.limit.limit else ""
+        unit = "characters" if st.limit.key.metric == "tts_chars" else "tokens"
+        lines.append(f"• {st.limit.label}: {spent:,} of {st.limit.limit:,} {unit}{pct}")
+    lines.append(
+        f"• your model usage today: {used_today.prompt_tokens:,} prompt tokens "
+        f"({used_today.cached_tokens:,} served from the provider's cache), "
+        f"{used_today.completion_tokens:,} completion tokens"
+    )
+    b = session.budgets
+    lines.append(
+        f"• per request: up to {b.tool_calls_per_request} tool calls and "
+        f"{b.iterations_per_request} model steps"
+    )
+    return Reply("\n".join(lines), ephemeral=True)
+
+
+def builtin_commands() -> list[Command]:
+    return [
+        Command("help", "/help", "what I can do and the commands you can use", _help),
+        Command("ask", "/ask QUESTION", "ask a question (same as mentioning me)", _ask, "ask"),
+        Command("budget", "/budget", "your token and voice budgets for today", _budget),
+    ]
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,142 @@
+"""The chat-model Protocol and its OpenAI-compatible implementation.
+
+Works with any endpoint that speaks `/chat/completions` (OpenAI, DeepSeek, Qwen, Zhipu, Ollama,
+vLLM...). The `openai` package is imported on first use, since it is slow to import and
+commands without a model should not pay for it. Retries (429, 5xx, connection errors, with
+the provider's Retry-After honoured) are the openai client's own.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from core.llm.providers import ProviderSpec
+from core.llm.usage import parse_usage
+from core.request import Usage
+from core.tools.dispatcher import ProposedCall
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+
+class LLMError(Exception):
+    """A model call failed; `kind` is one of timeout, unreachable, rate_limited, auth,
+    bad_request, server, invalid_response."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    text: str
+    tool_calls: tuple[ProposedCall, ...] = ()
+    usage: Usage | None = None  # None when the provider did not report it
+    finish_reason: str | None = None
+    assistant_message: dict[str, Any] = field(default_factory=dict)
+
+
+class ChatModel(Protocol):
+    spec: ProviderSpec
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+    ) -> Completion: ...
+
+    async def aclose(self) -> None: ...
+
+
+class OpenAICompatibleModel:
+    def __init__(self, spec: ProviderSpec) -> None:
+        self.spec = spec
+        self._client: AsyncOpenAI | None = None
+
+    def _get_client(self) -> AsyncOpenAI:
+        if self._client is None:
+            from openai import AsyncOpenAI
+
+            self._client = AsyncOpenAI(
+                # Local servers (Ollama, vLLM) need no key, but the client insists on one.
+                api_key=self.spec.api_key or "not-needed",
+                base_url=self.spec.base_url,
+                timeout=self.spec.timeout,
+                max_retries=self.spec.max_retries,
+            )
+        return self._client
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        import openai
+
+        kwargs: dict[str, Any] = {"model": self.spec.model, "messages": messages}
+        if tools:
+            kwargs["tools"] = tools
+        if max_tokens:
+            kwargs["max_tokens"] = max_tokens
+        try:
+            response = await self._get_client().chat.completions.create(**kwargs)
+        except openai.APITimeoutError as exc:
+            raise LLMError("timeout", str(exc)) from exc
+        except openai.APIConnectionError as exc:
+            raise LLMError("unreachable", str(exc)) from exc
+        except openai.RateLimitError as exc:
+            raise LLMError("rate_limited", str(exc)) from exc
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            raise LLMError("auth", str(exc)) from exc
+        except openai.APIStatusError as exc:
+            kind = "server" if exc.status_code >= 500 else "bad_request"
+            raise LLMError(kind, f"HTTP {exc.status_code}") from exc
+        except openai.APIError as exc:  # e.g. a body that is not a completion
+            raise LLMError("invalid_response", str(exc)) from exc
+        if not response.choices:
+            raise LLMError("invalid_response", "no choices in the response")
+        choice = response.choices[0]
+        message = choice.message
+        calls = tuple(
+            ProposedCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "")
+            for c in (message.tool_calls or [])
+            if getattr(c, "function", None) is not None
+        )
+        assistant: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
+        if calls:
+            assistant["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in calls
+            ]
+        usage = parse_usage(response.usage.model_dump() if response.usage else None)
+        return Completion(
+            text=message.content or "",
+            tool_calls=calls,
+            usage=usage,
+            finish_reason=choice.finish_reason,
+            assistant_message=assistant,
+        )
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+
+def estimate_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
+    """A deliberately generous offline estimate (about 3.5 characters per token plus framing),
+    used to reserve quota before a call; the provider's real count settles it afterwards."""
+    chars = sum(len(str(m.get("content") or "")) + len(json.dumps(m.get("tool_calls") or "")) for m in messages)
+    chars += len(json.dumps(tools)) if tools else 0
+    return int(chars / 3.5) + 8 * len(messages) + 16

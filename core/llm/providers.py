@@ -1,0 +1,17 @@
+"""A resolved model endpoint: where to send requests and how patiently."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderSpec:
+    name: str
+    model: str
+    base_url: str | None = None  # None: the openai library's default endpoint
+    api_key: str | None = field(default=None, repr=False)  # repr=False: never in logs
+    context_window: int = 32_768
+    max_output_tokens: int = 1_024
+    timeout: float = 60.0
+    max_retries: int = 2

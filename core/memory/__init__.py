@@ -1,0 +1,1 @@
+"""Conversation memory: thread history (short-term)."""

@@ -1,0 +1,213 @@
+"""The policy file: who may do what, and how much.
+
+Format (TOML), documented in the README:
+
+    [defaults]
+    permissions = ["ask", "code.read"]
+    [defaults.budgets]
+    tool_calls_per_request = 8
+
+    [[rules]]
+    name = "ops can index"
+    match = { platform = "slack", tenant = "T1", roles = ["ops"] }
+    grant = ["code.index"]
+    deny = []
+    budgets = { tokens_per_user_per_day = 500000 }
+
+Resolution: permissions start from the defaults; matching rules are applied from least to most
+specific (ties in file order), each adding its grants and then removing its denies, so the most
+specific rule has the last word. Each budget comes from the most specific matching rule that
+sets it (ties: later in the file), else from the defaults.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal, get_args
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+Permission = Literal[
+    "ask",
+    "code.read",
+    "code.index",
+    "memory.read",
+    "memory.write",
+    "memory.write_global",
+    "memory.delete",
+    "skills.use",
+    "tts",
+    "digest.manage",
+    "admin",
+]
+ALL_PERMISSIONS: frozenset[str] = frozenset(get_args(Permission))
+
+
+class PolicyError(ValueError):
+    """The policy file cannot be used; the message says where and why."""
+
+
+def _one_or_many(value: object) -> object:
+    return [value] if isinstance(value, str) else value
+
+
+StrList = Annotated[list[str], BeforeValidator(_one_or_many)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Budgets(_Strict):
+    """Limits; 0 means nothing is allowed. Daily quotas reset at 00:00 UTC."""
+
+    tool_calls_per_request: int = Field(8, ge=0)
+    iterations_per_request: int = Field(5, ge=1)
+    tokens_per_user_per_day: int = Field(200_000, ge=0)
+    tokens_per_channel_per_day: int = Field(1_000_000, ge=0)
+    tts_chars_per_user_per_day: int = Field(20_000, ge=0)
+
+
+class PartialBudgets(_Strict):
+    tool_calls_per_request: int | None = Field(None, ge=0)
+    iterations_per_request: int | None = Field(None, ge=1)
+    tokens_per_user_per_day: int | None = Field(None, ge=0)
+    tokens_per_channel_per_day: int | None = Field(None, ge=0)
+    tts_chars_per_user_per_day: int | None = Field(None, ge=0)
+
+
+class Match(_Strict):
+    """Every field given must match; a list matches any of its values. `roles` matches when the
+    user holds at least one of them. An empty match applies to everyone."""
+
+    platform: StrList | None = None
+    tenant: StrList | None = None
+    channel: StrList | None = None
+    user: StrList | None = None
+    roles: StrList | None = None
+
+    def specificity(self) -> int:
+        return sum(
+            v is not None for v in (self.platform, self.tenant, self.channel, self.user, self.roles)
+        )
+
+
+class Rule(_Strict):
+    name: str = ""
+    match: Match = Match()
+    grant: list[Permission] = []
+    deny: list[Permission] = []
+    budgets: PartialBudgets = PartialBudgets()
+
+
+class Defaults(_Strict):
+    permissions: list[Permission] = ["ask"]
+    budgets: Budgets = Budgets()
+
+
+class PolicyDocument(_Strict):
+    defaults: Defaults = Defaults()
+    rules: list[Rule] = []
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """The verified identity a policy is resolved for (built from `core.Request` only)."""
+
+    platform: str
+    tenant: str
+    channel: str
+    user: str
+    roles: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """The outcome of resolving the policy for one identity."""
+
+    permissions: frozenset[str]
+    budgets: Budgets
+    rules: tuple[str, ...]
+
+
+def _matches(match: Match, who: Identity) -> bool:
+    checks = (
+        (match.platform, who.platform),
+        (match.tenant, who.tenant),
+        (match.channel, who.channel),
+        (match.user, who.user),
+    )
+    if any(allowed is not None and value not in allowed for allowed, value in checks):
+        return False
+    return match.roles is None or bool(who.roles.intersection(match.roles))
+
+
+class Policy:
+    def __init__(self, document: PolicyDocument, source: str = "<memory>") -> None:
+        self.document = document
+        self.source = source
+
+    @classmethod
+    def load(cls, path: Path) -> Policy:
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise PolicyError(f"policy file {path} does not exist (THREADLINE_POLICY)") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise PolicyError(f"policy file {path} is not valid TOML: {exc}") from None
+        return cls.from_dict(raw, source=str(path))
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, object], source: str = "<memory>") -> Policy:
+        try:
+            return cls(PolicyDocument.model_validate(raw), source)
+        except ValidationError as exc:
+            raise PolicyError(_describe(exc, raw, source)) from None
+
+    def resolve(self, who: Identity) -> Grant:
+        doc = self.document
+        # Stable sort keeps file order among rules of equal specificity.
+        matching = sorted(
+            (r for r in doc.rules if _matches(r.match, who)), key=lambda r: r.match.specificity()
+        )
+        permissions = set(doc.defaults.permissions)
+        budgets = doc.defaults.budgets.model_dump()
+        for rule in matching:
+            permissions.update(rule.grant)
+            permissions.difference_update(rule.deny)
+            budgets.update(rule.budgets.model_dump(exclude_none=True))
+        return Grant(
+            permissions=frozenset(permissions),
+            budgets=Budgets.model_validate(budgets),
+            rules=tuple(r.name or f"rule #{doc.rules.index(r) + 1}" for r in matching),
+        )
+
+
+def _describe(exc: ValidationError, raw: dict[str, object], source: str) -> str:
+    lines = [f"policy file {source} has {exc.error_count()} problem(s):"]
+    for err in exc.errors():
+        loc = list(err["loc"])
+        where = _location(loc, raw)
+        if err["type"] == "literal_error":  # Permission is the only Literal in the format
+            msg = f"unknown permission {err['input']!r}; known: {', '.join(sorted(ALL_PERMISSIONS))}"
+        elif err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        else:
+            msg = err["msg"]
+        lines.append(f"  - {where}: {msg}")
+    return "\n".join(lines)
+
+
+def _location(loc: list[int | str], raw: dict[str, object]) -> str:
+    parts: list[str] = []
+    if len(loc) >= 2 and loc[0] == "rules" and isinstance(loc[1], int):
+        rules = raw.get("rules")
+        name = ""
+        if isinstance(rules, list) and loc[1] < len(rules) and isinstance(rules[loc[1]], dict):
+            name = str(rules[loc[1]].get("name", ""))
+        parts.append(f"rules[{loc[1] + 1}]" + (f" ({name!r})" if name else ""))
+        loc = loc[2:]
+    parts.extend(str(p) for p in loc if not isinstance(p, int))
+    return ".".join(parts) or "(top level)"

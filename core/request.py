@@ -1,0 +1,113 @@
+"""What adapters hand to core and get back.
+
+These types are the whole contract between a chat platform and the agent: an adapter builds a
+`Request` from a *verified* platform event and renders the `Reply`. Nothing else crosses.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Literal
+
+AttachmentKind = Literal["audio", "image", "file"]
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One message addressed to Threadline, with the identity the platform verified.
+
+    `tenant` is the Slack team/enterprise id or the Discord guild id; data never crosses it.
+    `thread` identifies the conversation inside the channel. `roles` holds whatever the platform
+    verified about the user's roles (Discord role ids and names; empty on Slack).
+    """
+
+    platform: str
+    tenant: str
+    channel: str
+    thread: str
+    user: str
+    text: str
+    roles: tuple[str, ...] = ()
+    flags: frozenset[str] = frozenset()
+    request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    @property
+    def conversation(self) -> ConversationKey:
+        return ConversationKey(self.platform, self.tenant, self.channel, self.thread)
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationKey:
+    """Where a thread lives; history and per-thread ordering are keyed by it."""
+
+    platform: str
+    tenant: str
+    channel: str
+    thread: str
+
+    def __str__(self) -> str:
+        return f"{self.platform}:{self.tenant}:{self.channel}:{self.thread}"
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    kind: AttachmentKind
+    filename: str
+    data: bytes
+    mime_type: str = "application/octet-stream"
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "filename": self.filename,
+            "mime_type": self.mime_type,
+            "size": len(self.data),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRecord:
+    """What the user (and `--json`) may see about a tool call: never its raw arguments."""
+
+    name: str
+    ok: bool
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.cached_tokens + other.cached_tokens,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """The answer to one `Request`.
+
+    `ok` is False when the request failed (refused, errored, budget exhausted); adapters use it
+    for exit codes and styling, never to decide anything. `ephemeral` marks personal results
+    (e.g. `/budget`) that platforms which can should show only to the requester. `notices` are
+    short side remarks (a budget warning) rendered after the text.
+    """
+
+    text: str
+    ok: bool = True
+    ephemeral: bool = False
+    attachments: tuple[Attachment, ...] = ()
+    citations: tuple[str, ...] = ()
+    notices: tuple[str, ...] = ()
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    usage: Usage = Usage()

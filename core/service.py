@@ -1,0 +1,116 @@
+"""`Core`: the one object adapters call. `await core.handle(request) -> Reply`."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from core import commands as cmd
+from core import messages
+from core.errors import Refusal
+from core.policy import Policy
+from core.request import Reply, Request
+from core.session import ToolSession, open_session
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from core.agent import Agent
+    from core.llm.usage import UsageRecorder
+    from core.metrics import Metrics
+    from core.quotas import QuotaLedger
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_MESSAGE_CHARS = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS
+
+
+class Core:
+    def __init__(
+        self,
+        *,
+        policy: Policy,
+        commands: cmd.CommandRegistry,
+        quotas: QuotaLedger,
+        usage: UsageRecorder,
+        agent: Agent | None,
+        limits: Limits = Limits(),
+        metrics: Metrics | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        from core.ordering import KeyedLocks
+
+        self.policy = policy
+        self.commands = commands
+        self.agent = agent
+        self._quotas = quotas
+        self._usage = usage
+        self._limits = limits
+        self._metrics = metrics
+        self._clock = clock
+        self._threads = KeyedLocks()
+
+    @property
+    def model_configured(self) -> bool:
+        return self.agent is not None
+
+    async def handle(self, request: Request) -> Reply:
+        """Answer one request. Never raises: refusals and failures become a Reply."""
+        started = time.monotonic()
+        try:
+            reply = await self._handle(request)
+        except Refusal as exc:
+            reply = Reply(str(exc), ok=False)
+        except Exception:
+            log.exception(
+                "request %s failed (%s, channel %s)",
+                request.request_id,
+                request.platform,
+                request.channel,
+            )
+            reply = Reply(messages.INTERNAL_ERROR, ok=False)
+        if self._metrics is not None:
+            self._metrics.observe(request.platform, reply, time.monotonic() - started)
+        return reply
+
+    async def _handle(self, request: Request) -> Reply:
+        if len(request.text) > self._limits.max_message_chars:
+            raise Refusal(messages.message_too_long(len(request.text), self._limits.max_message_chars))
+        session = open_session(request, self.policy)
+        text = request.text.strip()
+        if not text:
+            ctx = self._command_context(session)
+            return Reply(messages.EMPTY_MESSAGE_HINT + "\n\n" + cmd.help_text(ctx), ephemeral=True)
+        parsed = cmd.parse(text)
+        if parsed is not None:
+            return await self.commands.run(self._command_context(session), parsed)
+        return await self._ask(session, text)
+
+    async def _ask(self, session: ToolSession, text: str) -> Reply:
+        session.require("ask")
+        if self.agent is None:
+            return Reply(messages.NO_MODEL, ok=False)
+        async with self._threads.hold(session.conversation):
+            return await self.agent.answer(session, text)
+
+    def _command_context(self, session: ToolSession) -> cmd.CommandContext:
+        async def ask(text: str) -> Reply:
+            return await self._ask(session, text)
+
+        return cmd.CommandContext(
+            session=session,
+            commands=self.commands,
+            quotas=self._quotas,
+            usage=self._usage,
+            model_configured=self.model_configured,
+            ask=ask,
+            now=self._clock(),
+        )

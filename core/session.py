@@ -1,0 +1,87 @@
+"""Trusted tool sessions: what one request may do, resolved from the verified identity.
+
+A `ToolSession` is built by the server from a `core.Request` (which adapters build only from
+verified platform events) and the policy file. Nothing the model writes can reach it: tools get
+it through `ToolContext`, which is never part of a tool's JSON schema, and its permissions and
+budgets are frozen. Only the per-request counters move, and only the dispatcher and the agent
+loop move them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.errors import PermissionDenied
+from core.policy import Budgets, Identity, Policy
+from core.quotas import QuotaKey, QuotaLimit
+from core.request import ConversationKey, Request
+
+
+@dataclass(slots=True)
+class RequestCounters:
+    """Per-request spending; starts at zero for every request."""
+
+    tool_calls: int = 0
+    iterations: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSession:
+    identity: Identity
+    conversation: ConversationKey
+    request_id: str
+    permissions: frozenset[str]
+    budgets: Budgets
+    rules: tuple[str, ...] = ()
+    counters: RequestCounters = field(default_factory=RequestCounters)
+
+    def allows(self, permission: str) -> bool:
+        return permission in self.permissions
+
+    def require(self, permission: str) -> None:
+        if permission not in self.permissions:
+            raise PermissionDenied(permission)
+
+    def token_limits(self) -> list[QuotaLimit]:
+        who = self.identity
+        return [
+            QuotaLimit(
+                QuotaKey(who.platform, who.tenant, "user", who.user, "tokens"),
+                self.budgets.tokens_per_user_per_day,
+                "your daily token budget",
+            ),
+            QuotaLimit(
+                QuotaKey(who.platform, who.tenant, "channel", who.channel, "tokens"),
+                self.budgets.tokens_per_channel_per_day,
+                "this channel's daily token budget",
+            ),
+        ]
+
+    def tts_limits(self) -> list[QuotaLimit]:
+        who = self.identity
+        return [
+            QuotaLimit(
+                QuotaKey(who.platform, who.tenant, "user", who.user, "tts_chars"),
+                self.budgets.tts_chars_per_user_per_day,
+                "your daily voice (TTS) budget",
+            )
+        ]
+
+
+def open_session(request: Request, policy: Policy) -> ToolSession:
+    identity = Identity(
+        platform=request.platform,
+        tenant=request.tenant,
+        channel=request.channel,
+        user=request.user,
+        roles=frozenset(request.roles),
+    )
+    grant = policy.resolve(identity)
+    return ToolSession(
+        identity=identity,
+        conversation=request.conversation,
+        request_id=request.request_id,
+        permissions=grant.permissions,
+        budgets=grant.budgets,
+        rules=grant.rules,
+    )

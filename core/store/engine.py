@@ -1,0 +1,128 @@
+"""The database handle: one async engine, created on first use.
+
+SQLAlchemy is imported lazily so that commands that never touch the database (`--help`, an
+offline question) start fast. The same code path serves SQLite (aiosqlite) and PostgreSQL
+(psycopg 3); only URL normalisation and the upsert helper know the difference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+    from sqlmodel.ext.asyncio.session import AsyncSession
+
+
+class DatabaseURLError(ValueError):
+    pass
+
+
+def normalize_url(url: str) -> str:
+    """Map the URLs people write to the async drivers we ship."""
+    url = url.strip()
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        raise DatabaseURLError(
+            "DATABASE_URL must look like sqlite:///path/to/file.db or "
+            "postgresql://user@host:5432/dbname"
+        )
+    scheme = scheme.lower()
+    if scheme in ("postgres", "postgresql", "postgresql+psycopg", "postgresql+psycopg_async"):
+        return f"postgresql+psycopg://{rest}"
+    if scheme in ("sqlite", "sqlite+aiosqlite"):
+        return f"sqlite+aiosqlite://{rest}"
+    raise DatabaseURLError(
+        f"DATABASE_URL scheme {scheme!r} is not supported; use sqlite:// or postgresql://"
+    )
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite+aiosqlite:///{path}"
+
+
+class Database:
+    def __init__(self, url: str, *, echo: bool = False, connect_args: dict[str, Any] | None = None):
+        self.url = normalize_url(url)
+        self._echo = echo
+        self._connect_args = connect_args or {}
+        self._engine: AsyncEngine | None = None
+        self._ready = False
+
+    @property
+    def dialect(self) -> str:
+        return "sqlite" if self.url.startswith("sqlite") else "postgresql"
+
+    @property
+    def engine(self) -> AsyncEngine:
+        if self._engine is None:
+            self._engine = self._create_engine()
+        return self._engine
+
+    def _create_engine(self) -> AsyncEngine:
+        from sqlalchemy import event
+        from sqlalchemy.ext.asyncio import create_async_engine
+
+        if self.dialect == "sqlite":
+            path = self.url.split(":///", 1)[1]
+            if path and path != ":memory:":
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            engine = create_async_engine(
+                self.url, echo=self._echo, connect_args={"timeout": 30, **self._connect_args}
+            )
+
+            @event.listens_for(engine.sync_engine, "connect")
+            def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+                # WAL lets readers proceed during a write; busy_timeout makes concurrent
+                # writers wait instead of failing with "database is locked".
+                cur = dbapi_conn.cursor()
+                cur.execute("PRAGMA journal_mode=WAL")
+                cur.execute("PRAGMA busy_timeout=30000")
+                cur.execute("PRAGMA foreign_keys=ON")
+                cur.close()
+
+            return engine
+        return create_async_engine(
+            self.url, echo=self._echo, pool_pre_ping=True, connect_args=self._connect_args
+        )
+
+    async def create_all(self) -> None:
+        """Create missing tables (idempotent; several processes may race on it)."""
+        if self._ready:
+            return
+        from sqlmodel import SQLModel
+
+        from core.store import models  # noqa: F401  (registers the tables)
+
+        async with self.engine.begin() as conn:
+            await conn.run_sync(SQLModel.metadata.create_all)
+        self._ready = True
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[AsyncSession]:
+        """A session in one transaction: committed on success, rolled back on any error."""
+        from sqlmodel.ext.asyncio.session import AsyncSession
+
+        await self.create_all()
+        async with AsyncSession(self.engine, expire_on_commit=False) as session:
+            async with session.begin():
+                yield session
+
+    def insert_ignore(self, table: Any, values: dict[str, Any], keys: list[str]) -> Any:
+        """INSERT ... ON CONFLICT DO NOTHING for the active dialect."""
+        if self.dialect == "sqlite":
+            from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+            return sqlite_insert(table).values(**values).on_conflict_do_nothing(index_elements=keys)
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table).values(**values).on_conflict_do_nothing(index_elements=keys)
+
+    async def dispose(self) -> None:
+        if self._engine is not None:
+            await self._engine.dispose()
+            self._engine = None
+            self._ready = False

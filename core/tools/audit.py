@@ -1,0 +1,52 @@
+"""The audit log: one row per proposed tool call, whatever happened to it."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+
+from core.session import ToolSession
+from core.store.engine import Database
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEvent:
+    tool: str
+    outcome: str
+    detail: str
+    duration_ms: int
+    raw_arguments: str
+
+
+class AuditLog:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def record(self, session: ToolSession, event: AuditEvent) -> None:
+        from core.store.models import AuditEntry
+
+        who, conv = session.identity, session.conversation
+        entry = AuditEntry(
+            request_id=session.request_id,
+            platform=who.platform,
+            tenant=who.tenant,
+            channel=who.channel,
+            thread=conv.thread,
+            user=who.user,
+            tool=event.tool[:128],
+            outcome=event.outcome,
+            detail=event.detail[:500],
+            duration_ms=event.duration_ms,
+            args_chars=len(event.raw_arguments),
+            args_sha256=hashlib.sha256(event.raw_arguments.encode()).hexdigest(),
+        )
+        try:
+            async with self._db.session() as s:
+                s.add(entry)
+        except Exception:
+            # An audit failure must be loud, but it happens after the call was decided; the
+            # request itself has already been handled.
+            log.exception("could not write audit entry for tool %s", event.tool)

@@ -1,0 +1,169 @@
+"""The dispatcher: every tool call the model proposes passes this chain before anything runs.
+
+    lookup -> size -> validate -> permit -> budget -> run -> cap -> audit
+
+Each step is a small function that either passes or raises `Rejected` with a short, fixed text
+for the model. Rejected and failed calls count against the request's tool budget, so a model
+cannot probe forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from core.errors import ToolError
+from core.session import ToolSession
+from core.tools.audit import AuditEvent, AuditLog
+from core.tools.context import ToolContext
+from core.tools.registry import Tool, ToolRegistry
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_ARGS_CHARS = 4_000
+DEFAULT_MAX_RESULT_CHARS = 8_000
+
+
+@dataclass(frozen=True, slots=True)
+class ProposedCall:
+    """A tool call as the model proposed it; `arguments` is the raw JSON text."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    call: ProposedCall
+    ok: bool
+    code: str  # "ok" or why it was refused / failed
+    content: str  # what goes back to the model
+    permission: str | None = None  # set when the call was denied for a missing permission
+
+
+class Rejected(Exception):
+    def __init__(self, code: str, model_text: str, *, permission: str | None = None) -> None:
+        super().__init__(model_text)
+        self.code = code
+        self.model_text = model_text
+        self.permission = permission
+
+
+def lookup(registry: ToolRegistry, call: ProposedCall) -> Tool:
+    found = registry.get(call.name)
+    if found is None:
+        raise Rejected("unknown_tool", f"Error: there is no tool named {call.name[:64]!r}.")
+    return found
+
+
+def check_size(call: ProposedCall, limit: int) -> None:
+    if len(call.arguments) > limit:
+        raise Rejected(
+            "args_too_large",
+            f"Error: the arguments are {len(call.arguments)} characters; the limit is {limit}.",
+        )
+
+
+def validate(t: Tool, call: ProposedCall) -> BaseModel:
+    try:
+        raw = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError:
+        raise Rejected("invalid_args", "Error: the arguments are not valid JSON.") from None
+    if not isinstance(raw, dict):
+        raise Rejected("invalid_args", "Error: the arguments must be a JSON object.")
+    try:
+        return t.args.model_validate(raw)
+    except ValidationError as exc:
+        # Field names and reasons only: echoing input values back could replay secrets.
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+            for e in exc.errors()[:5]
+        )
+        raise Rejected("invalid_args", f"Error: invalid arguments ({problems}).") from None
+
+
+def permit(t: Tool, session: ToolSession) -> None:
+    if not session.allows(t.permission):
+        raise Rejected(
+            "permission_denied",
+            "Error: this tool is not permitted in this conversation.",
+            permission=t.permission,
+        )
+
+
+def check_budget(session: ToolSession) -> None:
+    if session.counters.tool_calls > session.budgets.tool_calls_per_request:
+        raise Rejected(
+            "budget_exhausted",
+            "Error: the tool-call budget for this request is used up; answer with what you have.",
+        )
+
+
+def cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[truncated {len(text) - limit} characters]"
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        audit: AuditLog,
+        *,
+        max_args_chars: int = DEFAULT_MAX_ARGS_CHARS,
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+    ) -> None:
+        self.registry = registry
+        self._audit = audit
+        self._max_args = max_args_chars
+        self._max_result = max_result_chars
+
+    async def dispatch(self, ctx: ToolContext, call: ProposedCall) -> ToolOutcome:
+        session = ctx.session
+        session.counters.tool_calls += 1  # counted before any check: refusals spend budget too
+        started = time.monotonic()
+        detail = ""
+        try:
+            t = lookup(self.registry, call)
+            check_size(call, self._max_args)
+            args = validate(t, call)
+            permit(t, session)
+            check_budget(session)
+            content = cap(await self._run(t, ctx, args), self._max_result)
+            outcome = ToolOutcome(call, True, "ok", content)
+        except Rejected as r:
+            outcome = ToolOutcome(call, False, r.code, r.model_text, r.permission)
+            detail = r.model_text
+        except ToolError as exc:
+            text = cap(f"Error: {exc}", 1_000)
+            outcome = ToolOutcome(call, False, "tool_error", text)
+            detail = text
+        except TimeoutError:
+            outcome = ToolOutcome(call, False, "timeout", "Error: the tool timed out.")
+        except Exception as exc:
+            log.exception("tool %s failed (request %s)", call.name, session.request_id)
+            outcome = ToolOutcome(call, False, "internal_error", "Error: the tool failed.")
+            detail = type(exc).__name__
+        elapsed = int((time.monotonic() - started) * 1000)
+        await self._audit.record(
+            session, AuditEvent(call.name, outcome.code, detail, elapsed, call.arguments)
+        )
+        return outcome
+
+    async def _run(self, t: Tool, ctx: ToolContext, args: BaseModel) -> str:
+        async with asyncio.timeout(t.timeout):
+            if inspect.iscoroutinefunction(t.func):
+                result: Any = await t.func(ctx, args)
+            else:
+                # Sync tools may block (files, subprocesses): keep them off the event loop.
+                result = await asyncio.to_thread(t.func, ctx, args)
+        return result if isinstance(result, str) else json.dumps(result, default=str)

@@ -1,0 +1,103 @@
+"""Tool declarations and the registry the agent and dispatcher share.
+
+A tool is declared once: name, description (the docstring), a pydantic argument model and the
+permission it needs. The JSON schema the model sees is generated from the argument model; the
+`ToolContext` the function also receives is not part of it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, get_type_hints
+
+from pydantic import BaseModel, ConfigDict
+
+from core.policy import ALL_PERMISSIONS
+from core.session import ToolSession
+from core.tools.context import ToolContext
+
+_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+ToolFunc = Callable[[ToolContext, Any], Awaitable[str] | str]
+
+
+class ToolArgs(BaseModel):
+    """Base for argument models. Unknown keys are rejected: a model that adds `user` or
+    `permissions` to a call gets a validation error, not a say in who it is."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    name: str
+    description: str
+    args: type[BaseModel]
+    permission: str
+    func: ToolFunc
+    timeout: float = 30.0
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise ValueError(f"tool name {self.name!r} must match {_NAME.pattern}")
+        if self.permission not in ALL_PERMISSIONS:
+            raise ValueError(f"tool {self.name!r} needs unknown permission {self.permission!r}")
+        if self.args.model_config.get("extra") != "forbid":
+            raise ValueError(f"tool {self.name!r}: argument model must forbid extra keys")
+
+    def schema(self) -> dict[str, Any]:
+        parameters = self.args.model_json_schema()
+        parameters.pop("title", None)
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": parameters,
+            },
+        }
+
+
+def tool(*, name: str, permission: str, timeout: float = 30.0) -> Callable[[ToolFunc], Tool]:
+    """Declare a tool from a function `(ctx: ToolContext, args: SomeArgs) -> str`."""
+
+    def wrap(func: ToolFunc) -> Tool:
+        params = list(inspect.signature(func).parameters)
+        if len(params) != 2:
+            raise TypeError(f"tool {name!r}: expected (ctx, args), got {params}")
+        args_model = get_type_hints(func)[params[1]]
+        description = inspect.cleandoc(func.__doc__ or "").strip()
+        if not description:
+            raise ValueError(f"tool {name!r} needs a docstring: it is the model's description")
+        return Tool(name, description, args_model, permission, func, timeout)
+
+    return wrap
+
+
+class ToolRegistry:
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            self.add(t)
+
+    def add(self, t: Tool) -> None:
+        if t.name in self._tools:
+            raise ValueError(f"tool {t.name!r} is registered twice")
+        self._tools[t.name] = t
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def visible_to(self, session: ToolSession) -> list[Tool]:
+        """Tools whose permission the session holds: the model is only offered those (the
+        dispatcher still checks every call, since a model may name a tool it was not shown)."""
+        return [t for t in self._tools.values() if session.allows(t.permission)]
+
+    def schemas(self, session: ToolSession) -> list[dict[str, Any]]:
+        return [t.schema() for t in self.visible_to(session)]
