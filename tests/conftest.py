@@ -1,0 +1,173 @@
+"""Shared fixtures: isolated settings, both databases, the fake model server, a whole bot."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.fakes.openai_server import FakeOpenAI
+
+PG_URL = os.environ.get("TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+# Variables the tests must not inherit from a developer's shell.
+_ISOLATED_PREFIXES = ("LLM_", "THREADLINE_", "SLACK_", "DISCORD_", "QDRANT_", "EMBEDDINGS_")
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    for name in list(os.environ):
+        if name.startswith(_ISOLATED_PREFIXES) or name == "DATABASE_URL":
+            monkeypatch.delenv(name, raising=False)
+    empty = tmp_path / "threadline.toml"
+    empty.write_text("")
+    monkeypatch.setenv("THREADLINE_CONFIG", str(empty))
+    monkeypatch.chdir(tmp_path)  # no stray .env from the checkout
+    yield
+
+
+def assert_loopback(url: str | None) -> None:
+    """Tests never talk to a real model: every model URL must be on this machine."""
+    if url is None:
+        raise AssertionError("a test tried to use the default (remote) model endpoint")
+    host = urlsplit(url).hostname
+    if host not in LOOPBACK:
+        raise AssertionError(f"a test tried to reach a non-loopback model endpoint: {host}")
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeOpenAI]:
+    fake = FakeOpenAI().start()
+    yield fake
+    fake.stop()
+
+
+def _postgres_answers() -> bool:
+    import psycopg
+
+    try:
+        with psycopg.connect(PG_URL, connect_timeout=3):
+            return True
+    except psycopg.Error:
+        return False
+
+
+@pytest.fixture(scope="session")
+def postgres_available() -> bool:
+    ok = _postgres_answers()
+    if not ok and os.environ.get("THREADLINE_REQUIRE_POSTGRES"):
+        pytest.exit(f"THREADLINE_REQUIRE_POSTGRES is set but {PG_URL} does not answer", 3)
+    return ok
+
+
+@pytest.fixture
+def pg_url(postgres_available: bool) -> Iterator[str]:
+    """A PostgreSQL URL whose search_path is a fresh schema, dropped afterwards."""
+    if not postgres_available:
+        pytest.skip(f"PostgreSQL does not answer at {PG_URL}")
+    import psycopg
+
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    sep = "&" if "?" in PG_URL else "?"
+    yield f"{PG_URL}{sep}options=-csearch_path%3D{schema}"
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Storage tests run on both backends."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'threadline.db'}"
+    return str(request.getfixturevalue("pg_url"))
+
+
+POLICY_ALL = """
+[defaults]
+permissions = ["ask", "code.read", "memory.read", "memory.write", "skills.use", "tts"]
+[defaults.budgets]
+tool_calls_per_request = 4
+iterations_per_request = 4
+tokens_per_user_per_day = 100000
+tokens_per_channel_per_day = 1000000
+tts_chars_per_user_per_day = 1000
+
+[[rules]]
+name = "admins"
+match = { roles = ["admin"] }
+grant = ["admin"]
+"""
+
+
+@pytest.fixture
+def write_policy(tmp_path: Path) -> Callable[[str], Path]:
+    def write(text: str = POLICY_ALL) -> Path:
+        path = tmp_path / f"policy-{uuid.uuid4().hex[:6]}.toml"
+        path.write_text(text)
+        return path
+
+    return write
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path, write_policy: Callable[[str], Path]) -> Callable[..., Any]:
+    from config.settings import load_settings
+
+    def make(**overrides: Any) -> Any:
+        overrides.setdefault("data_dir", tmp_path / "data")
+        overrides.setdefault("policy_file", write_policy(POLICY_ALL))
+        settings = load_settings(**overrides)
+        resolved = settings.llm()
+        if resolved is not None:
+            assert_loopback(resolved.base_url)
+        return settings
+
+    return make
+
+
+class BotHarness:
+    """The real composition root on the console adapter, for whole-bot tests."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.core = app.core
+
+    async def send(self, text: str, **who: Any) -> Any:
+        from adapters.console.translate import ConsoleIdentity, to_request
+
+        who.setdefault("thread", "t1")
+        who.setdefault("user", "alice")
+        if "roles" in who:
+            who["roles"] = tuple(who["roles"])
+        return await self.core.handle(to_request(text, ConsoleIdentity(**who)))
+
+
+@pytest.fixture
+async def make_bot(
+    make_settings: Callable[..., Any],
+) -> AsyncIterator[Callable[..., BotHarness]]:
+    from bot.app import build_app
+
+    apps: list[Any] = []
+
+    def make(*, tools: tuple[Any, ...] = (), **overrides: Any) -> BotHarness:
+        app = build_app(make_settings(**overrides), extra_tools=tools, with_metrics=True)
+        apps.append(app)
+        return BotHarness(app)
+
+    yield make
+    for app in apps:
+        await app.aclose()
+
+
+@pytest.fixture
+async def bot(make_bot: Callable[..., BotHarness], fake_llm: FakeOpenAI) -> BotHarness:
+    return make_bot(llm_base_url=fake_llm.url, llm_model="fake-model", llm_max_retries=0)

@@ -1,0 +1,194 @@
+"""A fake OpenAI-compatible server: a real HTTP server on 127.0.0.1, driven by the real client.
+
+Tests script what the "model" answers, in order:
+
+    fake.reply("hello")
+    fake.tool_calls(("current_time", {}), ("recent_tool_calls", {"limit": 5}))
+    fake.error(429, headers={"retry-after-ms": "10"})
+
+Each POST /v1/chat/completions takes the next scripted item (or a default answer when the
+script is empty) and records the request body in `fake.requests`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Scripted:
+    status: int = 200
+    body: dict[str, Any] | str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+def _usage(prompt: int, completion: int, extra: dict[str, Any] | None) -> dict[str, Any]:
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+    usage.update(extra or {})
+    return usage
+
+
+class FakeOpenAI:
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self._script: deque[Scripted] = deque()
+        self._cond = threading.Condition()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> FakeOpenAI:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    body = {"_raw": raw.decode("utf-8", "replace")}
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    self._send(404, {"error": {"message": "not found"}}, {})
+                    return
+                item = fake._next(body)
+                if item.delay:
+                    time.sleep(item.delay)
+                self._send(item.status, item.body, item.headers)
+
+            def _send(self, status: int, body: Any, headers: dict[str, str]) -> None:
+                data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "start() first"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    # -- scripting ---------------------------------------------------------------------------
+    def reply(
+        self,
+        text: str,
+        *,
+        usage: dict[str, Any] | None = None,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        delay: float = 0.0,
+    ) -> None:
+        self._push(Scripted(body={"text": text, "usage": usage, "pt": prompt_tokens,
+                                  "ct": completion_tokens}, delay=delay))
+
+    def tool_calls(
+        self,
+        *calls: tuple[str, dict[str, Any] | str],
+        usage: dict[str, Any] | None = None,
+        text: str = "",
+    ) -> None:
+        self._push(Scripted(body={"text": text, "calls": list(calls), "usage": usage}))
+
+    def error(
+        self, status: int, message: str = "error", *, headers: dict[str, str] | None = None
+    ) -> None:
+        self._push(
+            Scripted(
+                status=status,
+                body={"error": {"message": message, "type": "fake", "code": None}},
+                headers=headers or {},
+            )
+        )
+
+    def raw(self, status: int, body: dict[str, Any] | str) -> None:
+        self._push(Scripted(status=status, body={"raw": body}))
+
+    def _push(self, item: Scripted) -> None:
+        with self._cond:
+            self._script.append(item)
+
+    def wait_for_requests(self, n: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+        with self._cond:
+            if not self._cond.wait_for(lambda: len(self.requests) >= n, timeout):
+                raise TimeoutError(f"expected {n} requests, got {len(self.requests)}")
+            return list(self.requests)
+
+    @property
+    def pending(self) -> int:
+        with self._cond:
+            return len(self._script)
+
+    # -- building responses --------------------------------------------------------------------
+    def _next(self, request: dict[str, Any]) -> Scripted:
+        with self._cond:
+            self.requests.append(request)
+            self._cond.notify_all()
+            item = self._script.popleft() if self._script else Scripted(body={"text": "ok"})
+        if item.status != 200:
+            return item
+        assert isinstance(item.body, dict)
+        if "raw" in item.body:
+            return Scripted(status=item.status, body=item.body["raw"], delay=item.delay)
+        return Scripted(body=self._completion(request, item.body), delay=item.delay)
+
+    @staticmethod
+    def _completion(request: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": spec.get("text") or None}
+        finish = "stop"
+        if spec.get("calls"):
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{uuid.uuid4().hex[:10]}",
+                    "type": "function",
+                    "function": {
+                        "name": name,
+                        "arguments": args if isinstance(args, str) else json.dumps(args),
+                    },
+                }
+                for name, args in spec["calls"]
+            ]
+            finish = "tool_calls"
+        prompt = spec.get("pt") or max(1, len(json.dumps(request.get("messages", []))) // 4)
+        completion = spec.get("ct") or max(1, len(spec.get("text") or "") // 4)
+        body: dict[str, Any] = {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model", "fake"),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        }
+        usage = spec.get("usage")
+        if usage != {"omit": True}:
+            body["usage"] = _usage(prompt, completion, usage)
+        return body
