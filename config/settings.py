@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -142,12 +143,11 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml_file = Path(os.environ.get("THREADLINE_CONFIG") or DEFAULT_CONFIG_FILE)
         return (
             init_settings,
             env_settings,
             dotenv_settings,
-            TomlConfigSettingsSource(settings_cls, toml_file=toml_file),
+            TomlConfigSettingsSource(settings_cls, toml_file=config_file()),
         )
 
     @field_validator("llm_base_url", "slack_api_url", "discord_api_url", mode="before")
@@ -166,6 +166,12 @@ class Settings(BaseSettings):
     @classmethod
     def _secret(cls, value: object, info: Any) -> str | None:
         return clean_secret(value, info.field_name.upper())
+
+    @field_validator("llm_model", "llm_provider", mode="before")
+    @classmethod
+    def _name(cls, value: object) -> str | None:
+        text = str(value).strip() if value is not None else ""
+        return text or None
 
     @field_validator("database_url", mode="before")
     @classmethod
@@ -246,8 +252,17 @@ def describe_error(exc: ValidationError) -> str:
     return "\n".join(lines)
 
 
+def config_file() -> Path:
+    return Path(os.environ.get("THREADLINE_CONFIG") or DEFAULT_CONFIG_FILE)
+
+
 def load_settings(**overrides: Any) -> Settings:
     try:
         return Settings(**overrides)
     except ValidationError as exc:
         raise SettingsError(describe_error(exc)) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(
+            f"Threadline cannot start: the settings file {config_file()} (THREADLINE_CONFIG) "
+            f"is not valid TOML: {exc}"
+        ) from None

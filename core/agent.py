@@ -64,8 +64,11 @@ class Agent:
         earlier = await self._history.load(session.conversation)
         turn = _Turn(messages=[{"role": "user", "content": text}], tool_calls=[], notices=[])
         reply = await self._loop(session, earlier, turn)
+        # Only a real answer becomes the assistant's words: a failure notice ("budget used
+        # up") stored as such would read to the model as something it said.
+        if reply.ok:
+            turn.messages.append({"role": "assistant", "content": reply.text})
         # One transaction per request: the thread never holds half a turn.
-        turn.messages.append({"role": "assistant", "content": reply.text})
         await self._history.append(session.conversation, turn.messages)
         return reply
 
@@ -85,8 +88,17 @@ class Agent:
                 return self._reply(turn, messages.llm_failure(exc.kind), ok=False)
             session.counters.iterations += 1
             if not completion.tool_calls or tools is None:
-                text = completion.text.strip() or messages.MODEL_STEP_LIMIT.format(n=max_steps)
-                return self._reply(turn, text, denied=denied, session=session)
+                text = completion.text.strip()
+                if text:
+                    return self._reply(turn, text, denied=denied, session=session)
+                # No answer is a failed request. Only a model that still wants tools on the
+                # last step ran out of steps; an empty answer earlier is a bad response.
+                text = (
+                    messages.MODEL_STEP_LIMIT.format(n=max_steps)
+                    if completion.tool_calls
+                    else messages.llm_failure("invalid_response")
+                )
+                return self._reply(turn, text, ok=False, denied=denied, session=session)
             turn.messages.append(completion.assistant_message)
             for call in completion.tool_calls:
                 outcome = await self._dispatcher.dispatch(ctx, call)

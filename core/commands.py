@@ -32,10 +32,10 @@ def parse(text: str) -> ParsedCommand | None:
     text = text.strip()
     if len(text) < 2 or text[0] != "/" or not text[1].isalpha():
         return None
-    head, _, rest = text[1:].partition(" ")
+    head, *rest = text[1:].split(maxsplit=1)  # any whitespace ends the name (a newline too)
     if "/" in head:  # "/etc/hosts is wrong" is a question about a path, not a command
         return None
-    return ParsedCommand(name=head.lower(), args=rest.strip())
+    return ParsedCommand(name=head.lower(), args=rest[0].strip() if rest else "")
 
 
 @dataclass(frozen=True, slots=True)

@@ -157,6 +157,12 @@ class Policy:
             raise PolicyError(f"policy file {path} does not exist (THREADLINE_POLICY)") from None
         except tomllib.TOMLDecodeError as exc:
             raise PolicyError(f"policy file {path} is not valid TOML: {exc}") from None
+        except UnicodeDecodeError:
+            raise PolicyError(f"policy file {path} is not UTF-8 text") from None
+        except OSError as exc:
+            raise PolicyError(
+                f"policy file {path} cannot be read: {exc.strerror or exc} (THREADLINE_POLICY)"
+            ) from None
         return cls.from_dict(raw, source=str(path))
 
     @classmethod
@@ -170,18 +176,19 @@ class Policy:
         doc = self.document
         # Stable sort keeps file order among rules of equal specificity.
         matching = sorted(
-            (r for r in doc.rules if _matches(r.match, who)), key=lambda r: r.match.specificity()
+            ((i, r) for i, r in enumerate(doc.rules) if _matches(r.match, who)),
+            key=lambda item: item[1].match.specificity(),
         )
         permissions = set(doc.defaults.permissions)
         budgets = doc.defaults.budgets.model_dump()
-        for rule in matching:
+        for _, rule in matching:
             permissions.update(rule.grant)
             permissions.difference_update(rule.deny)
             budgets.update(rule.budgets.model_dump(exclude_none=True))
         return Grant(
             permissions=frozenset(permissions),
             budgets=Budgets.model_validate(budgets),
-            rules=tuple(r.name or f"rule #{doc.rules.index(r) + 1}" for r in matching),
+            rules=tuple(r.name or f"rule #{i + 1}" for i, r in matching),
         )
 
 

@@ -100,12 +100,21 @@ class OpenAICompatibleModel:
             raise LLMError(kind, f"HTTP {exc.status_code}") from exc
         except openai.APIError as exc:  # e.g. a body that is not a completion
             raise LLMError("invalid_response", str(exc)) from exc
-        if not response.choices:
+        except json.JSONDecodeError as exc:  # a 200 whose JSON-typed body is not JSON
+            raise LLMError("invalid_response", "the response body is not JSON") from exc
+        # The client does not validate bodies: a non-JSON page (a proxy's or a web UI's HTML
+        # at a wrong base URL) comes back as a str, and fields may be missing or null.
+        choices = getattr(response, "choices", None)
+        if not choices:
             raise LLMError("invalid_response", "no choices in the response")
-        choice = response.choices[0]
-        message = choice.message
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        if message is None:
+            raise LLMError("invalid_response", "no message in the response")
         calls = tuple(
-            ProposedCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "")
+            ProposedCall(
+                id=c.id or "", name=c.function.name or "", arguments=c.function.arguments or ""
+            )
             for c in (message.tool_calls or [])
             if getattr(c, "function", None) is not None
         )

@@ -17,15 +17,12 @@ _CACHED_FLAT_KEYS = ("prompt_cache_hit_tokens", "input_cache_hit_tokens")
 def parse_usage(raw: Mapping[str, Any] | None) -> Usage | None:
     if not raw:
         return None
-    cached = 0
+    candidates = [raw.get(key) for key in _CACHED_FLAT_KEYS]
     details = raw.get("prompt_tokens_details")
-    if isinstance(details, Mapping) and isinstance(details.get("cached_tokens"), int):
-        cached = details["cached_tokens"]
-    else:
-        for key in _CACHED_FLAT_KEYS:
-            if isinstance(raw.get(key), int):
-                cached = raw[key]
-                break
+    if isinstance(details, Mapping):
+        candidates.append(details.get("cached_tokens"))
+    # Some providers send both spellings with one of them zero: take what was reported.
+    cached = max((c for c in candidates if isinstance(c, int)), default=0)
     return Usage(
         prompt_tokens=int(raw.get("prompt_tokens") or 0),
         completion_tokens=int(raw.get("completion_tokens") or 0),

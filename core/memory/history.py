@@ -17,6 +17,8 @@ DEFAULT_MAX_USER_TURNS = 20
 
 
 def keep_recent_turns(messages: list[dict[str, Any]], max_user_turns: int) -> list[dict[str, Any]]:
+    if max_user_turns <= 0:  # messages[positions[-0]:] would keep everything
+        return []
     user_positions = [i for i, m in enumerate(messages) if m["role"] == "user"]
     if len(user_positions) <= max_user_turns:
         # Drop anything before the first user message: an orphan tail of an older cut.

@@ -1,6 +1,6 @@
 """The dispatcher: every tool call the model proposes passes this chain before anything runs.
 
-    lookup -> size -> validate -> permit -> budget -> run -> cap -> audit
+    lookup -> permit -> size -> validate -> budget -> run -> cap -> audit
 
 Each step is a small function that either passes or raises `Rejected` with a short, fixed text
 for the model. Rejected and failed calls count against the request's tool budget, so a model
@@ -134,9 +134,11 @@ class Dispatcher:
         detail = ""
         try:
             t = lookup(self.registry, call)
+            # Permission before validation: a tool the session may not use reveals nothing
+            # about its arguments, and the user hears about the missing permission.
+            permit(t, session)
             check_size(call, self._max_args)
             args = validate(t, call)
-            permit(t, session)
             check_budget(session)
             content = cap(await self._run(t, ctx, args), self._max_result)
             outcome = ToolOutcome(call, True, "ok", content)
@@ -144,9 +146,8 @@ class Dispatcher:
             outcome = ToolOutcome(call, False, r.code, r.model_text, r.permission)
             detail = r.model_text
         except ToolError as exc:
-            text = cap(f"Error: {exc}", 1_000)
-            outcome = ToolOutcome(call, False, "tool_error", text)
-            detail = text
+            # The tool's own text may quote its arguments: the model sees it, the audit not.
+            outcome = ToolOutcome(call, False, "tool_error", cap(f"Error: {exc}", 1_000))
         except TimeoutError:
             outcome = ToolOutcome(call, False, "timeout", "Error: the tool timed out.")
         except Exception as exc:

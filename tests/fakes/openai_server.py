@@ -28,15 +28,17 @@ class Scripted:
     body: dict[str, Any] | str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    content_type: str = "application/json"
 
 
 def _usage(prompt: int, completion: int, extra: dict[str, Any] | None) -> dict[str, Any]:
     usage: dict[str, Any] = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
-        "total_tokens": prompt + completion,
     }
     usage.update(extra or {})
+    # Keep the total consistent when the script overrides prompt or completion tokens.
+    usage.setdefault("total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
     return usage
 
 
@@ -69,21 +71,34 @@ class FakeOpenAI:
                 item = fake._next(body)
                 if item.delay:
                     time.sleep(item.delay)
-                self._send(item.status, item.body, item.headers)
+                self._send(item.status, item.body, item.headers, item.content_type)
 
-            def _send(self, status: int, body: Any, headers: dict[str, str]) -> None:
+            def _send(
+                self,
+                status: int,
+                body: Any,
+                headers: dict[str, str],
+                content_type: str = "application/json",
+            ) -> None:
                 data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
                 for k, v in headers.items():
                     self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up first (a timeout test): nothing to report
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll interval: stop() waits for the serving loop to notice, and the default
+        # (0.5 s) would add half a second to every test's teardown.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -131,8 +146,11 @@ class FakeOpenAI:
             )
         )
 
-    def raw(self, status: int, body: dict[str, Any] | str) -> None:
-        self._push(Scripted(status=status, body={"raw": body}))
+    def raw(
+        self, status: int, body: dict[str, Any] | str, *, content_type: str = "application/json"
+    ) -> None:
+        """Send `body` as is (a str verbatim), e.g. a malformed completion or an HTML page."""
+        self._push(Scripted(status=status, body={"raw": body}, content_type=content_type))
 
     def _push(self, item: Scripted) -> None:
         with self._cond:
@@ -159,7 +177,12 @@ class FakeOpenAI:
             return item
         assert isinstance(item.body, dict)
         if "raw" in item.body:
-            return Scripted(status=item.status, body=item.body["raw"], delay=item.delay)
+            return Scripted(
+                status=item.status,
+                body=item.body["raw"],
+                delay=item.delay,
+                content_type=item.content_type,
+            )
         return Scripted(body=self._completion(request, item.body), delay=item.delay)
 
     @staticmethod
@@ -179,8 +202,13 @@ class FakeOpenAI:
                 for name, args in spec["calls"]
             ]
             finish = "tool_calls"
-        prompt = spec.get("pt") or max(1, len(json.dumps(request.get("messages", []))) // 4)
-        completion = spec.get("ct") or max(1, len(spec.get("text") or "") // 4)
+        # `is None`, not `or`: a script may ask for 0 tokens.
+        prompt = spec.get("pt")
+        if prompt is None:
+            prompt = max(1, len(json.dumps(request.get("messages", []))) // 4)
+        completion = spec.get("ct")
+        if completion is None:
+            completion = max(1, len(spec.get("text") or "") // 4)
         body: dict[str, Any] = {
             "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
             "object": "chat.completion",

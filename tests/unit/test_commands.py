@@ -1,0 +1,64 @@
+"""The shared command parser (core/commands.py `parse`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.commands import ParsedCommand, builtin_commands, parse
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "args"),
+    [
+        ("/help", "help", ""),
+        ("/budget  ", "budget", ""),
+        ("  /budget", "budget", ""),
+        ("/ask what is x", "ask", "what is x"),
+        ("/ask   what is x  ", "ask", "what is x"),
+        ("/ASK x", "ask", "x"),
+        ("/Help", "help", ""),
+        ("/ask What Is X", "ask", "What Is X"),  # only the name is lowercased
+        ("/ask see /etc/hosts", "ask", "see /etc/hosts"),
+        ("/ask\nwhat is x", "ask", "what is x"),  # Slack/Discord shift-enter after the name
+        ("/ask\twhat is x", "ask", "what is x"),
+        ("/ask line one\nline two", "ask", "line one\nline two"),
+        ("/frobnicate now", "frobnicate", "now"),  # unknown names still parse; run() refuses
+    ],
+)
+def test_commands_parse(text: str, name: str, args: str) -> None:
+    assert parse(text) == ParsedCommand(name=name, args=args)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "what is x?",
+        "please run /help",
+        "",
+        "   ",
+        "/",
+        "/ 1",
+        "/ help",
+        "/1",
+        "//help",
+        "/etc/hosts is broken",
+        "/usr/bin/python crashes",
+    ],
+)
+def test_free_text_is_not_a_command(text: str) -> None:
+    assert parse(text) is None
+
+
+def test_builtin_command_names_are_what_parse_produces() -> None:
+    names = {c.name for c in builtin_commands()}
+    assert {"help", "budget", "ask"} <= names
+    for name in ("help", "budget", "ask"):
+        parsed = parse(f"/{name.upper()}")
+        assert parsed is not None and parsed.name in names
+
+
+def test_ask_requires_the_ask_permission() -> None:
+    by_name = {c.name: c for c in builtin_commands()}
+    assert by_name["ask"].permission == "ask"
+    assert by_name["help"].permission is None
+    assert by_name["budget"].permission is None
