@@ -39,7 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="HTTP server: /healthz, /metrics (Slack endpoint later)")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=int(os.environ.get("PORT") or 8080))
+    # A string default goes through `type` only when `serve` is parsed, so a bad $PORT is a
+    # usage error of `serve`, not a crash of every command.
+    serve.add_argument("--port", type=int, default=os.environ.get("PORT") or "8080")
 
     sub.add_parser("worker", help="background worker (Discord gateway, scheduler)")
 
@@ -85,13 +87,16 @@ def _configure_logging(level: str) -> None:
 async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     from bot.app import build_app
     from core.policy import PolicyError
+    from core.store.engine import DatabaseURLError
 
     try:
         app = build_app(settings, with_metrics=args.command == "serve")
-    except PolicyError as exc:
+    except (PolicyError, DatabaseURLError) as exc:
         print(f"Threadline cannot start: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     try:
+        if args.command in ("serve", "worker") and not await _database_reachable(app):
+            return EXIT_FAILED
         if args.command == "ask":
             return await _ask(app, args)
         if args.command == "chat":
@@ -109,6 +114,21 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         raise AssertionError(args.command)
     finally:
         await app.aclose()
+
+
+async def _database_reachable(app: App) -> bool:
+    """Long-running processes check the database up front and say so plainly, instead of a
+    traceback (the URL is not printed: it may hold a password)."""
+    try:
+        await app.db.create_all()
+    except Exception as exc:
+        print(
+            f"Threadline cannot start: the database (DATABASE_URL) is unreachable: "
+            f"{type(exc).__name__}",
+            file=sys.stderr,
+        )
+        return False
+    return True
 
 
 def _identity(args: argparse.Namespace) -> ConsoleIdentity:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from typing import TYPE_CHECKING
+import signal
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -48,6 +52,34 @@ async def serve(app: App, host: str, port: int) -> int:
     config = uvicorn.Config(
         create_http_app(app), host=host, port=port, log_level="info", lifespan="off"
     )
-    # uvicorn installs SIGINT/SIGTERM handlers and drains connections before returning.
-    await uvicorn.Server(config).serve()
+    # uvicorn drains connections before returning.
+    await _make_server(config).serve()
     return 0
+
+
+def _make_server(config: Any) -> Any:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn, minus its habit of re-raising SIGTERM/SIGINT after a graceful shutdown
+        (which kills the process with the signal, skips our cleanup and makes a clean stop
+        look like a crash, exit status 143). Here a signal means: drain, clean up, exit 0."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            loop = asyncio.get_running_loop()
+
+            def stop() -> None:
+                if self.should_exit:  # a second signal: stop without draining
+                    self.force_exit = True
+                self.should_exit = True
+
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, stop)
+            try:
+                yield
+            finally:
+                for sig in (signal.SIGTERM, signal.SIGINT):
+                    loop.remove_signal_handler(sig)
+
+    return Server(config)

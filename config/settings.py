@@ -196,7 +196,7 @@ class Settings(BaseSettings):
             if name not in self.providers:
                 known = ", ".join(sorted(self.providers)) or "none defined"
                 raise ValueError(
-                    f"LLM_PROVIDER={name!r} is not a provider in config/threadline.toml "
+                    f"LLM_PROVIDER={name!r} is not a provider in the settings file "
                     f"(known: {known})"
                 )
             base = self.providers[name]
@@ -209,7 +209,7 @@ class Settings(BaseSettings):
         if not model:
             raise ValueError(
                 "no model name: set LLM_MODEL (environment or .env), or llm_model / "
-                f"[providers.{name}] model in config/threadline.toml"
+                f"[providers.{name}] model in the settings file (THREADLINE_CONFIG)"
             )
         key = self.llm_api_key
         if key is None and base.api_key_env:
@@ -247,8 +247,9 @@ def describe_error(exc: ValidationError) -> str:
         name = _ENV_NAMES.get(head, head.upper()) if head else ""
         msg = str(err["msg"]).removeprefix("Value error, ")
         if field and head == "providers":
-            name = f"[providers] {field.removeprefix('providers.')} in config/threadline.toml"
+            name = f"[providers] {field.removeprefix('providers.')} in the settings file"
         lines.append(f"  - {name}: {msg}" if name else f"  - {msg}")
+    lines.append(f"(settings file: {config_file()})")
     return "\n".join(lines)
 
 
@@ -257,6 +258,12 @@ def config_file() -> Path:
 
 
 def load_settings(**overrides: Any) -> Settings:
+    path = config_file()
+    if not path.is_file():
+        # The default file ships with the package; a missing one was named on purpose.
+        raise SettingsError(
+            f"Threadline cannot start: the settings file {path} (THREADLINE_CONFIG) does not exist"
+        )
     try:
         return Settings(**overrides)
     except ValidationError as exc:

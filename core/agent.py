@@ -142,7 +142,12 @@ class Agent:
     def _exhausted_text(self, exc: BudgetExhausted) -> str:
         st = exc.state
         return messages.budget_exhausted(
-            st.limit.label, st.used + st.reserved, st.limit.limit, exc.resets_at, self._clock()
+            st.limit.label,
+            st.used + st.reserved,
+            st.limit.limit,
+            st.limit.unit,
+            exc.resets_at,
+            self._clock(),
         )
 
     @staticmethod

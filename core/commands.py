@@ -118,8 +118,7 @@ async def _budget(ctx: CommandContext, _args: str) -> Reply:
     for st in states:
         spent = st.used + st.reserved
         pct = f" ({100 * spent / st.limit.limit:.0f}%)" if st.limit.limit else ""
-        unit = "characters" if st.limit.key.metric == "tts_chars" else "tokens"
-        lines.append(f"• {st.limit.label}: {spent:,} of {st.limit.limit:,} {unit}{pct}")
+        lines.append(f"• {st.limit.label}: {spent:,} of {st.limit.limit:,} {st.limit.unit}{pct}")
     lines.append(
         f"• your model usage today: {used_today.prompt_tokens:,} prompt tokens "
         f"({used_today.cached_tokens:,} served from the provider's cache), "

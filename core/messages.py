@@ -32,9 +32,11 @@ def unknown_command(name: str) -> str:
     return f"Unknown command `/{name}`. Try /help."
 
 
-def budget_exhausted(label: str, used: int, limit: int, resets_at: datetime, now: datetime) -> str:
+def budget_exhausted(
+    label: str, used: int, limit: int, unit: str, resets_at: datetime, now: datetime
+) -> str:
     return (
-        f"Sorry, {label} is used up ({used:,} of {limit:,} tokens). "
+        f"Sorry, {label} is used up ({used:,} of {limit:,} {unit}). "
         f"It resets at {resets_at:%H:%M} UTC ({until(resets_at, now)})."
     )
 

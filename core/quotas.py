@@ -8,6 +8,7 @@ failed. Days are UTC calendar days.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -16,6 +17,8 @@ from typing import TYPE_CHECKING, Literal
 from core.store.engine import Database
 
 if TYPE_CHECKING:
+    from sqlalchemy import ColumnElement
+    from sqlalchemy.sql.elements import SQLCoreOperations
     from sqlmodel.ext.asyncio.session import AsyncSession
 
 Metric = Literal["tokens", "tts_chars"]
@@ -36,6 +39,10 @@ class QuotaLimit:
     key: QuotaKey
     limit: int
     label: str  # how the user hears about it: "your daily token budget"
+
+    @property
+    def unit(self) -> str:
+        return "characters" if self.key.metric == "tts_chars" else "tokens"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +69,11 @@ class Reservation:
     amount: int
     limits: tuple[QuotaLimit, ...]
     open: bool = field(default=True)
+
+
+def warn_threshold(limit: int) -> int:
+    """The first amount that is at least 80% of `limit` (rounded up: 5 of 7 is only 71%)."""
+    return math.ceil(limit * WARN_FRACTION)
 
 
 def utc_day(now: datetime) -> str:
@@ -98,7 +110,8 @@ class QuotaLedger:
             # The insert comes first: it is a write, so on SQLite the transaction holds the
             # write lock before it reads, and the read-then-update below cannot race.
             for lim in limits:
-                await s.exec(self._db.insert_ignore(QuotaUsage.__table__, _row(lim.key, day), _KEYS))
+                table = QuotaUsage.__table__  # type: ignore[attr-defined]
+                await s.exec(self._db.insert_ignore(table, _row(lim.key, day), _KEYS))
             states = [await self._state(s, lim, day) for lim in limits]
             amount = min([wanted, *(st.remaining for st in states)])
             if amount < max(1, minimum):
@@ -140,7 +153,7 @@ class QuotaLedger:
                     update(QuotaUsage)
                     .where(*_where(lim.key, reservation.day))
                     .where(col(QuotaUsage.warned).is_(False))
-                    .where(col(QuotaUsage.used) >= int(lim.limit * WARN_FRACTION))
+                    .where(col(QuotaUsage.used) >= warn_threshold(lim.limit))
                     .values(warned=True)
                 )
                 if result.rowcount == 1 and lim.limit > 0:
@@ -189,7 +202,7 @@ def _row(key: QuotaKey, day: str) -> dict[str, object]:
     }
 
 
-def _where(key: QuotaKey, day: str) -> list[object]:
+def _where(key: QuotaKey, day: str) -> list[ColumnElement[bool]]:
     from sqlmodel import col
 
     from core.store.models import QuotaUsage
@@ -204,7 +217,7 @@ def _where(key: QuotaKey, day: str) -> list[object]:
     ]
 
 
-def _minus(column: object, amount: int) -> object:
+def _minus(column: SQLCoreOperations[int], amount: int) -> ColumnElement[int]:
     from sqlalchemy import case
 
-    return case((column >= amount, column - amount), else_=0)  # type: ignore[operator]
+    return case((column >= amount, column - amount), else_=0)

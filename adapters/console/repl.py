@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
+import threading
 from pathlib import Path
 
 from adapters.console.translate import ConsoleIdentity, save_attachments, to_request
@@ -22,9 +25,11 @@ async def chat(core: Core, who: ConsoleIdentity, attachments_dir: Path) -> int:
     console.print(BANNER.format(user=who.user, channel=who.channel, thread=who.thread), style="dim")
     if not core.model_configured:
         console.print("No language model configured (LLM_BASE_URL / LLM_MODEL).", style="yellow")
+    reader = _LineReader(sys.stdin.fileno())
     while True:
+        console.print("[bold cyan]you>[/] ", end="")
         try:
-            line = await asyncio.to_thread(console.input, "[bold cyan]you>[/] ")
+            line = await reader.readline()
         except (EOFError, KeyboardInterrupt):
             console.print()
             return 0
@@ -37,3 +42,52 @@ async def chat(core: Core, who: ConsoleIdentity, attachments_dir: Path) -> int:
             console.print(f"[attachment saved: {path}]", style="dim")
         for notice in reply.notices:
             console.print(notice, style="yellow")
+
+
+class _LineReader:
+    """Reads stdin lines for the event loop without `asyncio.to_thread` / `input()`.
+
+    On Ctrl-C, `asyncio.run` waits for its executor's threads, so a thread blocked in
+    `input()` kept the process alive until the user pressed Enter; and a daemon thread inside
+    `input()` holds the lock of `sys.stdin`'s buffer, which crashes interpreter shutdown. A
+    daemon thread doing raw `os.read` on the descriptor has neither problem.
+    """
+
+    def __init__(self, fd: int = 0) -> None:
+        self._fd = fd
+        self._pending = b""
+
+    def _read_blocking(self) -> str:
+        while b"\n" not in self._pending:
+            chunk = os.read(self._fd, 4096)
+            if not chunk:  # end of input
+                if not self._pending:
+                    raise EOFError
+                line, self._pending = self._pending, b""
+                return line.decode("utf-8", "replace")
+            self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        return line.rstrip(b"\r").decode("utf-8", "replace")
+
+    async def readline(self) -> str:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[str] = loop.create_future()
+
+        def deliver(line: str | None, error: BaseException | None) -> None:
+            if done.done():  # the reader was cancelled meanwhile
+                return
+            if error is not None:
+                done.set_exception(error)
+            else:
+                done.set_result(line or "")
+
+        def work() -> None:
+            try:
+                line = self._read_blocking()
+            except BaseException as exc:  # EOFError, OSError: handed to the loop
+                loop.call_soon_threadsafe(deliver, None, exc)
+            else:
+                loop.call_soon_threadsafe(deliver, line, None)
+
+        threading.Thread(target=work, name="console-input", daemon=True).start()
+        return await done

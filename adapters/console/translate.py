@@ -49,7 +49,13 @@ def save_attachments(reply: Reply, directory: Path) -> list[Path]:
     paths = []
     for att in reply.attachments:
         directory.mkdir(parents=True, exist_ok=True)
-        path = directory / Path(att.filename).name  # never let a name climb out of the folder
+        # Only the last name component, so a name cannot climb out of the folder.
+        name = Path(att.filename).name.lstrip(".") or "attachment"
+        path = directory / name
+        n = 1
+        while path.exists():  # keep earlier answers' files
+            path = directory / f"{Path(name).stem}-{n}{Path(name).suffix}"
+            n += 1
         path.write_bytes(att.data)
         paths.append(path)
     return paths

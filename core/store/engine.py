@@ -7,6 +7,7 @@ offline question) start fast. The same code path serves SQLite (aiosqlite) and P
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,6 +16,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
     from sqlmodel.ext.asyncio.session import AsyncSession
+
+
+_CREATE_ATTEMPTS = 5
+_DDL_LOCK = 0x7468726561646C6E  # any constant bigint: "threadln" in ASCII
 
 
 class DatabaseURLError(ValueError):
@@ -51,6 +56,7 @@ class Database:
         self._connect_args = connect_args or {}
         self._engine: AsyncEngine | None = None
         self._ready = False
+        self._create_lock: asyncio.Lock | None = None
 
     @property
     def dialect(self) -> str:
@@ -90,16 +96,39 @@ class Database:
         )
 
     async def create_all(self) -> None:
-        """Create missing tables (idempotent; several processes may race on it)."""
+        """Create missing tables (idempotent; several processes may race on it).
+
+        Concurrent first uses in this process wait for one another; another process creating
+        the same tables at the same moment is waited for (PostgreSQL: an advisory lock) or,
+        when its CREATE wins the race, the check is simply repeated (SQLite).
+        """
         if self._ready:
             return
-        from sqlmodel import SQLModel
+        if self._create_lock is None:
+            self._create_lock = asyncio.Lock()
+        async with self._create_lock:
+            if self._ready:
+                return
+            from sqlalchemy import text
+            from sqlalchemy.exc import DBAPIError
+            from sqlmodel import SQLModel
 
-        from core.store import models  # noqa: F401  (registers the tables)
+            from core.store import models  # noqa: F401  (registers the tables)
 
-        async with self.engine.begin() as conn:
-            await conn.run_sync(SQLModel.metadata.create_all)
-        self._ready = True
+            for attempt in range(_CREATE_ATTEMPTS):
+                try:
+                    async with self.engine.begin() as conn:
+                        if self.dialect == "postgresql":
+                            await conn.execute(
+                                text("SELECT pg_advisory_xact_lock(:key)"), {"key": _DDL_LOCK}
+                            )
+                        await conn.run_sync(SQLModel.metadata.create_all)
+                    break
+                except DBAPIError:
+                    # "already exists": another process created it between check and create.
+                    if attempt == _CREATE_ATTEMPTS - 1:
+                        raise
+            self._ready = True
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[AsyncSession]:

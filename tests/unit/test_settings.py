@@ -386,3 +386,14 @@ def test_provider_name_is_trimmed(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     resolved = load_settings().llm()
     assert resolved is not None
     assert (resolved.name, resolved.model) == ("other", "other-model")
+
+
+def test_a_named_settings_file_that_does_not_exist_is_an_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    missing = tmp_path / "nope.toml"
+    monkeypatch.setenv("THREADLINE_CONFIG", str(missing))
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert str(missing) in str(err.value)
+    assert "THREADLINE_CONFIG" in str(err.value)
