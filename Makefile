@@ -26,7 +26,7 @@ test: $(VENV)/.installed-dev
 check: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy bot core adapters config
+	$(BIN)/mypy bot core adapters config tests
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/startup.py

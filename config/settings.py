@@ -13,8 +13,16 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError
-from pydantic import field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -107,7 +115,9 @@ class Settings(BaseSettings):
         20_000, ge=1, validation_alias=_alias("THREADLINE_MAX_MESSAGE_CHARS", "max_message_chars")
     )
     tool_max_args_chars: int = Field(
-        4_000, ge=2, validation_alias=_alias("THREADLINE_TOOL_MAX_ARGS_CHARS", "tool_max_args_chars")
+        4_000,
+        ge=2,
+        validation_alias=_alias("THREADLINE_TOOL_MAX_ARGS_CHARS", "tool_max_args_chars"),
     )
     tool_max_result_chars: int = Field(
         8_000,
@@ -196,8 +206,7 @@ class Settings(BaseSettings):
             if name not in self.providers:
                 known = ", ".join(sorted(self.providers)) or "none defined"
                 raise ValueError(
-                    f"LLM_PROVIDER={name!r} is not a provider in the settings file "
-                    f"(known: {known})"
+                    f"LLM_PROVIDER={name!r} is not a provider in the settings file (known: {known})"
                 )
             base = self.providers[name]
         elif self.llm_base_url or self.llm_model or self.llm_api_key:

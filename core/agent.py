@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,7 +35,7 @@ class _Turn:
     messages: list[dict[str, Any]]
     tool_calls: list[ToolCallRecord]
     notices: list[str]
-    usage: Usage = Usage()
+    usage: Usage = field(default_factory=Usage)
 
 
 class Agent:
@@ -72,7 +72,9 @@ class Agent:
         await self._history.append(session.conversation, turn.messages)
         return reply
 
-    async def _loop(self, session: ToolSession, earlier: list[dict[str, Any]], turn: _Turn) -> Reply:
+    async def _loop(
+        self, session: ToolSession, earlier: list[dict[str, Any]], turn: _Turn
+    ) -> Reply:
         ctx = ToolContext(session=session, db=self._db)
         max_steps = session.budgets.iterations_per_request
         denied: dict[str, str] = {}
@@ -126,7 +128,9 @@ class Agent:
         )
         try:
             completion = await self.model.complete(
-                prompt, tools=tools, max_tokens=min(spec.max_output_tokens, reservation.amount - estimate)
+                prompt,
+                tools=tools,
+                max_tokens=min(spec.max_output_tokens, reservation.amount - estimate),
             )
         except BaseException:
             await self._quotas.release(reservation)
@@ -161,7 +165,9 @@ class Agent:
     ) -> Reply:
         notices = list(turn.notices)
         for name, permission in (denied or {}).items():
-            notices.append(f"I was not allowed to use `{name}`: {messages.permission_denied(permission)}")
+            notices.append(
+                f"I was not allowed to use `{name}`: {messages.permission_denied(permission)}"
+            )
         if session and any(c.error == "budget_exhausted" for c in turn.tool_calls):
             notices.append(
                 messages.TOOL_BUDGET_NOTICE.format(n=session.budgets.tool_calls_per_request)

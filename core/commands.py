@@ -7,7 +7,7 @@ in one `CommandRegistry`; later features add theirs the same way.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -75,7 +75,7 @@ class CommandRegistry:
     def get(self, name: str) -> Command | None:
         return self._commands.get(name)
 
-    def __iter__(self) -> Iterable[Command]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[Command]:
         return iter(self._commands.values())
 
     async def run(self, ctx: CommandContext, parsed: ParsedCommand) -> Reply:

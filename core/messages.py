@@ -11,10 +11,10 @@ NO_MODEL = (
     "Commands still work (try /help). An operator can set LLM_BASE_URL and LLM_MODEL "
     "(see the README) to enable answers."
 )
-MODEL_STEP_LIMIT = (
-    "I stopped after {n} model steps (the per-request limit) without a final answer."
+MODEL_STEP_LIMIT = "I stopped after {n} model steps (the per-request limit) without a final answer."
+TOOL_BUDGET_NOTICE = (
+    "I reached the limit of {n} tool calls for one request; some lookups were skipped."
 )
-TOOL_BUDGET_NOTICE = "I reached the limit of {n} tool calls for one request; some lookups were skipped."
 
 
 def permission_denied(permission: str) -> str:
@@ -55,7 +55,8 @@ def llm_failure(kind: str) -> str:
         "bad_request": "the language model provider rejected the request",
         "server": "the language model provider had an error",
     }
-    return f"Sorry, I couldn't answer: {reasons.get(kind, 'the model call failed')}. Please try again later."
+    reason = reasons.get(kind, "the model call failed")
+    return f"Sorry, I couldn't answer: {reason}. Please try again later."
 
 
 def until(then: datetime, now: datetime) -> str:

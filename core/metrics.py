@@ -26,7 +26,10 @@ class Metrics:
             registry=self.registry,
         )
         self.tool_calls = Counter(
-            "threadline_tool_calls", "Tool calls by outcome", ["tool", "outcome"], registry=self.registry
+            "threadline_tool_calls",
+            "Tool calls by outcome",
+            ["tool", "outcome"],
+            registry=self.registry,
         )
         self.tokens = Counter(
             "threadline_llm_tokens", "Model tokens by kind", ["kind"], registry=self.registry

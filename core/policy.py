@@ -198,7 +198,9 @@ def _describe(exc: ValidationError, raw: dict[str, object], source: str) -> str:
         loc = list(err["loc"])
         where = _location(loc, raw)
         if err["type"] == "literal_error":  # Permission is the only Literal in the format
-            msg = f"unknown permission {err['input']!r}; known: {', '.join(sorted(ALL_PERMISSIONS))}"
+            msg = (
+                f"unknown permission {err['input']!r}; known: {', '.join(sorted(ALL_PERMISSIONS))}"
+            )
         elif err["type"] == "extra_forbidden":
             msg = "unknown key"
         else:

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from core import commands as cmd
 from core import messages
@@ -14,8 +15,6 @@ from core.errors import Refusal
 from core.policy import Policy
 from core.request import Reply, Request
 from core.session import ToolSession, open_session
-
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from core.agent import Agent
@@ -83,7 +82,9 @@ class Core:
 
     async def _handle(self, request: Request) -> Reply:
         if len(request.text) > self._limits.max_message_chars:
-            raise Refusal(messages.message_too_long(len(request.text), self._limits.max_message_chars))
+            raise Refusal(
+                messages.message_too_long(len(request.text), self._limits.max_message_chars)
+            )
         session = open_session(request, self.policy)
         text = request.text.strip()
         if not text:

@@ -59,7 +59,9 @@ class TokenCounter:
         """Move the ratio toward what the provider counted for this exact prompt."""
         framing = PER_MESSAGE_OVERHEAD * len(messages) + 8
         content_tokens = reported_prompt_tokens - framing
-        chars = sum(message_chars(m) for m in messages) + (len(json.dumps(list(tools))) if tools else 0)
+        chars = sum(message_chars(m) for m in messages) + (
+            len(json.dumps(list(tools))) if tools else 0
+        )
         if content_tokens <= 0 or chars < 200:  # too small to say anything
             return
         observed = min(_MAX_RATIO, max(_MIN_RATIO, chars / content_tokens))

@@ -24,9 +24,7 @@ class QuotaUsage(SQLModel, table=True):
     """
 
     __tablename__ = "quota_usage"
-    __table_args__ = (
-        UniqueConstraint("platform", "tenant", "scope", "subject", "metric", "day"),
-    )
+    __table_args__ = (UniqueConstraint("platform", "tenant", "scope", "subject", "metric", "day"),)
 
     id: int | None = Field(default=None, primary_key=True)
     platform: str = Field(max_length=32)

@@ -111,8 +111,8 @@ class FakeOpenAI:
     @property
     def url(self) -> str:
         assert self._server is not None, "start() first"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        port = self._server.server_address[1]
+        return f"http://127.0.0.1:{port}/v1"
 
     # -- scripting ---------------------------------------------------------------------------
     def reply(
@@ -124,8 +124,12 @@ class FakeOpenAI:
         completion_tokens: int | None = None,
         delay: float = 0.0,
     ) -> None:
-        self._push(Scripted(body={"text": text, "usage": usage, "pt": prompt_tokens,
-                                  "ct": completion_tokens}, delay=delay))
+        self._push(
+            Scripted(
+                body={"text": text, "usage": usage, "pt": prompt_tokens, "ct": completion_tokens},
+                delay=delay,
+            )
+        )
 
     def tool_calls(
         self,
