@@ -88,12 +88,12 @@ class CommandRegistry:
 
 
 def help_text(ctx: CommandContext) -> str:
-    lines = ["*Threadline* answers questions in this thread. Mention me or use a command:", ""]
+    lines = ["**Threadline** answers questions in this thread. Mention me or use a command:", ""]
     for c in ctx.commands:
         note = ""
         if c.permission and not ctx.session.allows(c.permission):
             note = f" (needs `{c.permission}`)"
-        lines.append(f"• `{c.usage}` — {c.summary}{note}")
+        lines.append(f"- `{c.usage}` — {c.summary}{note}")
     if not ctx.model_configured:
         lines += ["", "No language model is configured: free-text questions get a short notice."]
     return "\n".join(lines)
@@ -114,19 +114,19 @@ async def _budget(ctx: CommandContext, _args: str) -> Reply:
     states = await ctx.quotas.snapshot(session.token_limits() + session.tts_limits())
     used_today = await ctx.usage.today(session)
     resets = ctx.quotas.resets_at()
-    lines = [f"*Your budget today* (UTC day; resets {messages.until(resets, ctx.now)})"]
+    lines = [f"**Your budget today** (UTC day; resets {messages.until(resets, ctx.now)})"]
     for st in states:
         spent = st.used + st.reserved
         pct = f" ({100 * spent / st.limit.limit:.0f}%)" if st.limit.limit else ""
-        lines.append(f"• {st.limit.label}: {spent:,} of {st.limit.limit:,} {st.limit.unit}{pct}")
+        lines.append(f"- {st.limit.label}: {spent:,} of {st.limit.limit:,} {st.limit.unit}{pct}")
     lines.append(
-        f"• your model usage today: {used_today.prompt_tokens:,} prompt tokens "
+        f"- your model usage today: {used_today.prompt_tokens:,} prompt tokens "
         f"({used_today.cached_tokens:,} served from the provider's cache), "
         f"{used_today.completion_tokens:,} completion tokens"
     )
     b = session.budgets
     lines.append(
-        f"• per request: up to {b.tool_calls_per_request} tool calls and "
+        f"- per request: up to {b.tool_calls_per_request} tool calls and "
         f"{b.iterations_per_request} model steps"
     )
     return Reply("\n".join(lines), ephemeral=True)
