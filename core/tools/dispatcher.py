@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from core.errors import ToolError
+from core.errors import PermissionDenied, ToolError
 from core.session import ToolSession
 from core.tools.audit import AuditEvent, AuditLog
 from core.tools.context import ToolContext
@@ -145,6 +145,17 @@ class Dispatcher:
         except Rejected as r:
             outcome = ToolOutcome(call, False, r.code, r.model_text, r.permission)
             detail = r.model_text
+        except PermissionDenied as exc:
+            # A tool may need more than its declared permission for some arguments (saving
+            # to the global scope, say); that is still a denial the user should hear about.
+            outcome = ToolOutcome(
+                call,
+                False,
+                "permission_denied",
+                "Error: this is not permitted in this conversation.",
+                exc.permission,
+            )
+            detail = f"missing {exc.permission}"
         except ToolError as exc:
             # The tool's own text may quote its arguments: the model sees it, the audit not.
             outcome = ToolOutcome(call, False, "tool_error", cap(f"Error: {exc}", 1_000))
