@@ -110,5 +110,6 @@ def _configured_model(settings: Settings) -> ChatModel | None:
             max_output_tokens=resolved.max_output_tokens,
             timeout=resolved.timeout,
             max_retries=resolved.max_retries,
+            compact_threshold=resolved.compact_threshold,
         )
     )

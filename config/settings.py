@@ -80,6 +80,7 @@ class ProviderSettings(BaseModel):
     max_output_tokens: int | None = Field(None, ge=16)
     timeout: float | None = Field(None, gt=0)
     max_retries: int | None = Field(None, ge=0, le=10)
+    compact_threshold: float | None = Field(None, ge=0.3, le=0.99)
 
 
 class ResolvedProvider(BaseModel):
@@ -91,6 +92,7 @@ class ResolvedProvider(BaseModel):
     max_output_tokens: int
     timeout: float
     max_retries: int
+    compact_threshold: float
 
 
 def _alias(env: str, key: str) -> AliasChoices:
@@ -135,6 +137,7 @@ class Settings(BaseSettings):
     llm_max_output_tokens: int = Field(1_024, ge=16)
     llm_timeout: float = Field(60.0, gt=0)
     llm_max_retries: int = Field(2, ge=0, le=10)
+    llm_compact_threshold: float = Field(0.9, ge=0.3, le=0.99)
     providers: dict[str, ProviderSettings] = {}
 
     slack_bot_token: SecretStr | None = None
@@ -233,6 +236,7 @@ class Settings(BaseSettings):
             max_output_tokens=base.max_output_tokens or self.llm_max_output_tokens,
             timeout=base.timeout or self.llm_timeout,
             max_retries=base.max_retries if base.max_retries is not None else self.llm_max_retries,
+            compact_threshold=base.compact_threshold or self.llm_compact_threshold,
         )
 
 

@@ -1,38 +1,56 @@
 """The agent loop: prompt -> model -> tool calls through the dispatcher -> model ... -> Reply.
 
 At most `iterations_per_request` model calls; the last one is offered no tools, so the model
-has to answer with what it has. Each call reserves tokens from the persistent daily quotas
-first and settles with the provider's real usage afterwards.
+has to answer with what it has. Before every call the thread is fitted into the model's window
+(`core.memory.compaction`); each call reserves tokens from the persistent daily quotas first and
+settles with the provider's real usage afterwards, which also calibrates the token counter.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from core import messages
-from core.llm.client import ChatModel, Completion, LLMError, estimate_tokens
+from core.llm.client import ChatModel, Completion, LLMError
 from core.llm.usage import UsageRecorder
-from core.memory.history import HistoryStore
+from core.memory.compaction import CompactionConfig, Compacted, Compactor
+from core.memory.history import HistoryStore, ThreadHistory, summary_messages
+from core.memory.tokens import TokenCounter
 from core.prompt import PromptBuilder
 from core.quotas import BudgetExhausted, QuotaLedger, QuotaState
 from core.request import Reply, ToolCallRecord, Usage
 from core.session import ToolSession
 from core.store.engine import Database
 from core.tools.context import ToolContext
-from core.tools.dispatcher import Dispatcher
+from core.tools.dispatcher import Dispatcher, cap
 
 log = logging.getLogger(__name__)
+
+Message = dict[str, Any]
+
+
+class Recall(Protocol):
+    """Long-term memory as the agent needs it: the facts relevant to a message, rendered."""
+
+    async def recall(
+        self, session: ToolSession, text: str, budget_tokens: int, count: Callable[[str], int]
+    ) -> str | None: ...
+
+
+def memory_budget(window: int) -> int:
+    """Tokens of long-term memory injected per request."""
+    return min(5000, max(500, window // 200))
 
 
 @dataclass
 class _Turn:
     """What one request adds to the thread, plus what the reply reports."""
 
-    messages: list[dict[str, Any]]
+    messages: list[Message]
     tool_calls: list[ToolCallRecord]
     notices: list[str]
     usage: Usage = field(default_factory=Usage)
@@ -49,21 +67,30 @@ class Agent:
         usage: UsageRecorder,
         db: Database,
         prompt: PromptBuilder,
+        memory: Recall | None = None,
+        counter: TokenCounter | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.model = model
+        self.counter = counter or TokenCounter()
         self._dispatcher = dispatcher
         self._history = history
         self._quotas = quotas
         self._usage = usage
         self._db = db
         self._prompt = prompt
+        self._memory = memory
         self._clock = clock
+        spec = model.spec
+        self.compaction = CompactionConfig(
+            window=spec.context_window, threshold=spec.compact_threshold
+        )
 
     async def answer(self, session: ToolSession, text: str) -> Reply:
-        earlier = await self._history.load(session.conversation)
+        history = await self._history.load(session.conversation)
+        memory = await self._recall(session, text)
         turn = _Turn(messages=[{"role": "user", "content": text}], tool_calls=[], notices=[])
-        reply = await self._loop(session, earlier, turn)
+        reply = await self._loop(session, history, turn, memory)
         # Only a real answer becomes the assistant's words: a failure notice ("budget used
         # up") stored as such would read to the model as something it said.
         if reply.ok:
@@ -72,17 +99,24 @@ class Agent:
         await self._history.append(session.conversation, turn.messages)
         return reply
 
+    async def _recall(self, session: ToolSession, text: str) -> str | None:
+        if self._memory is None or not session.allows("memory.read"):
+            return None
+        budget = memory_budget(self.compaction.window)
+        return await self._memory.recall(session, text, budget, self.counter.count_text)
+
     async def _loop(
-        self, session: ToolSession, earlier: list[dict[str, Any]], turn: _Turn
+        self, session: ToolSession, history: ThreadHistory, turn: _Turn, memory: str | None
     ) -> Reply:
         ctx = ToolContext(session=session, db=self._db)
         max_steps = session.budgets.iterations_per_request
         denied: dict[str, str] = {}
         for step in range(1, max_steps + 1):
             tools = None if step == max_steps else self._dispatcher.registry.schemas(session)
-            prompt = self._prompt.build(session, earlier + turn.messages, self._clock())
+            prefix = self._prompt.prefix(session, self._clock(), memory)
             try:
-                completion = await self._call_model(session, prompt, tools, turn)
+                history, conversation = await self._fit(session, prefix, history, turn, tools)
+                completion = await self._call_model(session, [*prefix, *conversation], tools, turn)
             except BudgetExhausted as exc:
                 return self._reply(turn, self._exhausted_text(exc), ok=False)
             except LLMError as exc:
@@ -109,34 +143,77 @@ class Agent:
                 )
                 if outcome.permission:
                     denied[call.name] = outcome.permission
-                turn.messages.append(
-                    {"role": "tool", "tool_call_id": call.id, "content": outcome.content}
-                )
+                # A single huge result must not crowd the thread out of the window.
+                content = cap(outcome.content, self._max_tool_result_chars())
+                turn.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
         raise AssertionError("unreachable: the last step offers no tools")
+
+    def _max_tool_result_chars(self) -> int:
+        return max(500, int(self.compaction.window * 0.25 * self.counter.chars_per_token))
+
+    async def _fit(
+        self,
+        session: ToolSession,
+        prefix: Sequence[Message],
+        history: ThreadHistory,
+        turn: _Turn,
+        tools: list[dict[str, Any]] | None,
+    ) -> tuple[ThreadHistory, list[Message]]:
+        """Compact the thread if the next prompt would be over the threshold. Returns the
+        (possibly compacted) stored history and the conversation to send."""
+
+        async def summarize(prompt: list[Message], max_tokens: int) -> str:
+            return (await self._call_model(session, prompt, None, turn, max_tokens)).text
+
+        compactor = Compactor(self.counter, self.compaction, summarize)
+        result = await compactor.fit(prefix, [*history.messages, *turn.messages], tools)
+        if result.method in ("none", "trimmed"):
+            return history, result.messages
+        history = await self._persist_compaction(session, history, result)
+        return history, result.messages
+
+    async def _persist_compaction(
+        self, session: ToolSession, history: ThreadHistory, result: Compacted
+    ) -> ThreadHistory:
+        cut = min(result.replaced, len(history.messages))
+        kept = ThreadHistory(history.messages[cut:], history.ids[cut:])
+        if result.summary is None:  # summarizing failed: the older turns were dropped
+            return kept
+        covers = history.last_stored_id(cut)
+        if covers is not None:
+            await self._history.save_summary(session.conversation, result.summary, covers)
+        log.info(
+            "compacted thread %s: %d messages summarized", session.conversation, result.replaced
+        )
+        return ThreadHistory(
+            summary_messages(result.summary) + kept.messages, [None, None, *kept.ids]
+        )
 
     async def _call_model(
         self,
         session: ToolSession,
-        prompt: list[dict[str, Any]],
+        prompt: list[Message],
         tools: list[dict[str, Any]] | None,
         turn: _Turn,
+        max_output: int | None = None,
     ) -> Completion:
         spec = self.model.spec
-        estimate = estimate_tokens(prompt, tools)
+        out = max_output or spec.max_output_tokens
+        estimate = self.counter.count(prompt, tools)
         reservation = await self._quotas.reserve(
-            session.token_limits(), estimate + spec.max_output_tokens, minimum=estimate + 16
+            session.token_limits(), estimate + out, minimum=estimate + 16
         )
         try:
             completion = await self.model.complete(
-                prompt,
-                tools=tools,
-                max_tokens=min(spec.max_output_tokens, reservation.amount - estimate),
+                prompt, tools=tools, max_tokens=min(out, reservation.amount - estimate)
             )
         except BaseException:
             await self._quotas.release(reservation)
             raise
+        if completion.usage is not None:
+            self.counter.calibrate(prompt, tools, completion.usage.prompt_tokens)
         # Without reported usage, charge the estimate: never charge nothing.
-        usage = completion.usage or Usage(estimate, len(completion.text) // 3 + 1)
+        usage = completion.usage or Usage(estimate, self.counter.count_text(completion.text))
         crossed = await self._quotas.settle(reservation, usage.total_tokens)
         turn.notices.extend(_warnings(crossed))
         turn.usage = turn.usage + usage

@@ -141,14 +141,3 @@ class OpenAICompatibleModel:
         if self._client is not None:
             await self._client.close()
             self._client = None
-
-
-def estimate_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
-    """A deliberately generous offline estimate (about 3.5 characters per token plus framing),
-    used to reserve quota before a call; the provider's real count settles it afterwards."""
-    chars = sum(
-        len(str(m.get("content") or "")) + len(json.dumps(m.get("tool_calls") or ""))
-        for m in messages
-    )
-    chars += len(json.dumps(tools)) if tools else 0
-    return int(chars / 3.5) + 8 * len(messages) + 16

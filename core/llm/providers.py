@@ -15,3 +15,4 @@ class ProviderSpec:
     max_output_tokens: int = 1_024
     timeout: float = 60.0
     max_retries: int = 2
+    compact_threshold: float = 0.9  # compact the thread at this fraction of context_window

@@ -1,23 +1,40 @@
 """Thread history in the database, in the chat-completions message shape.
 
-Loading keeps the most recent user turns and always cuts on a user-message boundary, so an
-assistant message with `tool_calls` is never separated from its tool results.
+A thread is its stored messages plus, once it has been compacted, the newest summary: loading
+returns the summary (as a user message and a short assistant acknowledgement) followed by the
+messages after the last one it covers. Summaries persist, so a thread is summarized once, not
+on every request.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from core.request import ConversationKey
 from core.store.engine import Database
 
-DEFAULT_MAX_USER_TURNS = 20
+SUMMARY_PREFIX = "[Summary of the earlier conversation in this thread]\n"
+SUMMARY_ACK = "Understood. I will continue from that summary."
+
+
+def summary_messages(summary: str) -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": SUMMARY_PREFIX + summary},
+        {"role": "assistant", "content": SUMMARY_ACK},
+    ]
+
+
+def is_summary(message: dict[str, Any]) -> bool:
+    return message["role"] == "user" and str(message.get("content", "")).startswith(SUMMARY_PREFIX)
 
 
 def keep_recent_turns(messages: list[dict[str, Any]], max_user_turns: int) -> list[dict[str, Any]]:
-    if max_user_turns <= 0:  # messages[positions[-0]:] would keep everything
+    """The last `max_user_turns` user turns, cut on a user-message boundary so that an
+    assistant message with `tool_calls` never loses its tool results."""
+    if max_user_turns <= 0:
         return []
     user_positions = [i for i, m in enumerate(messages) if m["role"] == "user"]
     if len(user_positions) <= max_user_turns:
@@ -26,29 +43,52 @@ def keep_recent_turns(messages: list[dict[str, Any]], max_user_turns: int) -> li
     return messages[user_positions[-max_user_turns] :]
 
 
-class HistoryStore:
-    def __init__(self, db: Database, max_user_turns: int = DEFAULT_MAX_USER_TURNS) -> None:
-        self._db = db
-        self._max_user_turns = max_user_turns
+@dataclass
+class ThreadHistory:
+    """`messages` as the model will see them; `ids[i]` is the stored id of `messages[i]`
+    (None for the synthetic summary pair)."""
 
-    async def load(self, conv: ConversationKey) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    ids: list[int | None] = field(default_factory=list)
+
+    def last_stored_id(self, upto: int) -> int | None:
+        """The newest stored message among the first `upto` messages."""
+        stored = [i for i in self.ids[:upto] if i is not None]
+        return max(stored) if stored else None
+
+
+class HistoryStore:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def load(self, conv: ConversationKey) -> ThreadHistory:
         from sqlmodel import col, select
 
-        from core.store.models import ThreadMessage
+        from core.store.models import ThreadMessage, ThreadSummary
 
-        stmt = (
-            select(ThreadMessage)
-            .where(
-                col(ThreadMessage.platform) == conv.platform,
-                col(ThreadMessage.tenant) == conv.tenant,
-                col(ThreadMessage.channel) == conv.channel,
-                col(ThreadMessage.thread) == conv.thread,
-            )
-            .order_by(col(ThreadMessage.id))
-        )
         async with self._db.session() as s:
-            rows = (await s.exec(stmt)).all()
-        return keep_recent_turns([_to_message(r) for r in rows], self._max_user_turns)
+            summary = (
+                await s.exec(
+                    select(ThreadSummary)
+                    .where(*_conv_filter(ThreadSummary, conv))
+                    .order_by(col(ThreadSummary.id).desc())
+                    .limit(1)
+                )
+            ).first()
+            stmt = select(ThreadMessage).where(*_conv_filter(ThreadMessage, conv))
+            if summary is not None:
+                stmt = stmt.where(col(ThreadMessage.id) > summary.covers_through)
+            rows = (await s.exec(stmt.order_by(col(ThreadMessage.id)))).all()
+        history = ThreadHistory()
+        if summary is not None:
+            history.messages += summary_messages(summary.summary)
+            history.ids += [None, None]
+        # A cut that left tool results without their call would break the protocol.
+        first_user = next((i for i, r in enumerate(rows) if r.role == "user"), len(rows))
+        for row in rows[first_user:]:
+            history.messages.append(_to_message(row))
+            history.ids.append(row.id)
+        return history
 
     async def append(self, conv: ConversationKey, messages: Sequence[dict[str, Any]]) -> None:
         """Store one request's messages in a single transaction: all of them or none."""
@@ -68,6 +108,32 @@ class HistoryStore:
                         tool_call_id=m.get("tool_call_id"),
                     )
                 )
+
+    async def save_summary(self, conv: ConversationKey, summary: str, covers_through: int) -> None:
+        from core.store.models import ThreadSummary
+
+        async with self._db.session() as s:
+            s.add(
+                ThreadSummary(
+                    platform=conv.platform,
+                    tenant=conv.tenant,
+                    channel=conv.channel,
+                    thread=conv.thread,
+                    covers_through=covers_through,
+                    summary=summary,
+                )
+            )
+
+
+def _conv_filter(table: Any, conv: ConversationKey) -> list[Any]:
+    from sqlmodel import col
+
+    return [
+        col(table.platform) == conv.platform,
+        col(table.tenant) == conv.tenant,
+        col(table.channel) == conv.channel,
+        col(table.thread) == conv.thread,
+    ]
 
 
 def _to_message(row: Any) -> dict[str, Any]:

@@ -100,3 +100,22 @@ class ThreadMessage(SQLModel, table=True):
     content: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
     tool_calls: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     tool_call_id: str | None = Field(default=None, max_length=128)
+
+
+class ThreadSummary(SQLModel, table=True):
+    """A compaction summary of a thread's older messages: everything up to and including
+    message `covers_through` is represented by `summary` (the newest row wins)."""
+
+    __tablename__ = "thread_summaries"
+    __table_args__ = (
+        Index("ix_thread_summaries_conv", "platform", "tenant", "channel", "thread", "id"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: datetime = Field(default_factory=utcnow, sa_column=_ts())
+    platform: str = Field(max_length=32)
+    tenant: str = Field(max_length=128)
+    channel: str = Field(max_length=128)
+    thread: str = Field(max_length=128)
+    covers_through: int
+    summary: str = Field(sa_column=Column(Text, nullable=False))
