@@ -1,0 +1,217 @@
+"""Compaction keeps threads inside the window without breaking the tool-call protocol."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core.memory.compaction import (
+    MERGE_INSTRUCTIONS,
+    TOOL_RESULT_REMOVED,
+    CompactionConfig,
+    Compactor,
+    is_protocol_valid,
+)
+from core.memory.history import SUMMARY_ACK, SUMMARY_PREFIX, summary_messages
+from core.memory.tokens import TokenCounter
+
+Message = dict[str, Any]
+PREFIX: list[Message] = [{"role": "system", "content": "rules " * 20}]
+_ids = itertools.count()
+
+
+class Summarizer:
+    """Stands in for the model: records each summarization call, answers a short text."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.calls: list[list[Message]] = []
+        self.fail = fail
+
+    async def __call__(self, messages: list[Message], max_tokens: int) -> str:
+        self.calls.append(messages)
+        if self.fail:
+            raise RuntimeError("model down")
+        return f"summary #{len(self.calls)}"
+
+
+@st.composite
+def turns(draw: st.DrawFn, min_turns: int = 1, max_turns: int = 12) -> list[Message]:
+    """A protocol-valid history: user turns, each with optional rounds of tool calls."""
+    history: list[Message] = []
+    for _ in range(draw(st.integers(min_turns, max_turns))):
+        history.append({"role": "user", "content": "q" * draw(st.integers(1, 400))})
+        for _ in range(draw(st.integers(0, 2))):  # tool rounds
+            ids = [f"call_{next(_ids)}" for _ in range(draw(st.integers(1, 3)))]
+            history.append(
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        {"id": i, "type": "function", "function": {"name": "t", "arguments": "{}"}}
+                        for i in ids
+                    ],
+                }
+            )
+            for i in ids:
+                size = draw(st.integers(0, 1500))
+                history.append({"role": "tool", "tool_call_id": i, "content": "r" * size})
+        if draw(st.booleans()):
+            history.append({"role": "assistant", "content": "a" * draw(st.integers(1, 300))})
+    return history
+
+
+def user_turn_texts(messages: list[Message]) -> list[str]:
+    return [m["content"] for m in messages if m["role"] == "user"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history=turns(), window=st.integers(1024, 16_000))
+async def test_compaction_is_protocol_valid_keeps_last_three_turns_and_fits(
+    history: list[Message], window: int
+) -> None:
+    counter = TokenCounter()
+    config = CompactionConfig(window=window)
+    compactor = Compactor(counter, config, Summarizer())
+    users = [i for i, m in enumerate(history) if m["role"] == "user"]
+    recent = history[users[-3] :] if len(users) > 3 else history
+    # The property holds for threads whose last three turns fit at all (with the summary).
+    summary_room = counter.count(summary_messages("summary #9")) + 8
+    recent_fits = counter.count([*PREFIX, *recent]) + summary_room < config.limit
+
+    result = await compactor.fit(PREFIX, history)
+
+    assert is_protocol_valid(result.messages)
+    assert result.messages and result.messages[0]["role"] == "user"
+    if result.method == "none":
+        assert result.messages == history
+        return
+    if recent_fits:
+        assert result.messages[-len(recent) :] == recent  # verbatim
+        assert user_turn_texts(result.messages)[-3:] == user_turn_texts(history)[-3:]
+        assert compactor.fits(PREFIX, result.messages)
+    if result.method == "summary" and recent_fits:
+        assert result.messages[0]["content"].startswith(SUMMARY_PREFIX)
+        assert result.messages[1] == {"role": "assistant", "content": SUMMARY_ACK}
+
+
+@settings(max_examples=80, deadline=None)
+@given(history=turns(min_turns=4))
+async def test_a_failed_summary_drops_old_turns_and_stays_valid(history: list[Message]) -> None:
+    compactor = Compactor(TokenCounter(), CompactionConfig(window=1024), Summarizer(fail=True))
+    result = await compactor.fit(PREFIX, history)
+    assert is_protocol_valid(result.messages)
+    assert result.method in ("none", "dropped")
+    if result.method == "dropped":
+        assert not any(m["content"].startswith(SUMMARY_PREFIX) for m in result.messages)
+        # The newest question is always kept.
+        assert user_turn_texts(result.messages)[-1] == user_turn_texts(history)[-1]
+
+
+async def test_nothing_happens_below_the_threshold() -> None:
+    summarizer = Summarizer()
+    history: list[Message] = [{"role": "user", "content": "hi"}]
+    result = await Compactor(TokenCounter(), CompactionConfig(window=8192), summarizer).fit(
+        PREFIX, history
+    )
+    assert (result.method, result.messages, summarizer.calls) == ("none", history, [])
+
+
+async def test_old_part_too_big_for_one_call_is_summarized_by_map_reduce() -> None:
+    summarizer = Summarizer()
+    # 12 old turns of ~3,000 characters cannot go into one summarization call of a 4k window.
+    history: list[Message] = []
+    for i in range(15):
+        history += [
+            {"role": "user", "content": f"question {i} " + "x" * 3000},
+            {"role": "assistant", "content": f"answer {i}"},
+        ]
+    config = CompactionConfig(window=4096)
+    result = await Compactor(TokenCounter(), config, summarizer).fit(PREFIX, history[-6:])
+    assert result.method == "none"  # sanity: the recent part alone fits
+
+    result = await Compactor(TokenCounter(), config, summarizer).fit(PREFIX, history)
+    assert result.method == "summary"
+    map_calls = [c for c in summarizer.calls if "compress" in c[0]["content"]]
+    merge_calls = [
+        c for c in summarizer.calls if c[0]["content"].startswith(MERGE_INSTRUCTIONS[:30])
+    ]
+    assert len(map_calls) > 1 and len(merge_calls) >= 1
+    # Every old question reached some map call; the final summary is the last merge's output.
+    mapped = "\n".join(c[1]["content"] for c in map_calls)
+    assert all(f"question {i} " in mapped for i in range(12))
+    assert result.summary == f"summary #{len(summarizer.calls)}"
+    assert result.messages[2:] == history[-6:]
+
+
+async def test_a_previous_summary_is_folded_into_the_next_one() -> None:
+    summarizer = Summarizer()
+    history = [*summary_messages("earlier facts: deploy with Helm")]
+    for i in range(6):
+        history += [
+            {"role": "user", "content": f"q{i} " + "y" * 1500},
+            {"role": "assistant", "content": f"a{i}"},
+        ]
+    result = await Compactor(TokenCounter(), CompactionConfig(window=2048), summarizer).fit(
+        PREFIX, history
+    )
+    assert result.method == "summary"
+    assert "deploy with Helm" in summarizer.calls[0][1]["content"]
+    assert sum(m["content"].startswith(SUMMARY_PREFIX) for m in result.messages) == 1
+
+
+async def test_recent_turns_too_big_get_tool_results_trimmed_oldest_first() -> None:
+    summarizer = Summarizer()
+    call = {"id": "c1", "type": "function", "function": {"name": "t", "arguments": "{}"}}
+    history: list[Message] = [
+        {"role": "user", "content": "look it up"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "z" * 6000},
+        {"role": "assistant", "content": "found"},
+    ]
+    result = await Compactor(TokenCounter(), CompactionConfig(window=1024), summarizer).fit(
+        PREFIX, history
+    )
+    assert result.method == "trimmed"
+    assert result.messages[2]["content"] == TOOL_RESULT_REMOVED
+    assert is_protocol_valid(result.messages)
+    assert summarizer.calls == []  # nothing older to summarize
+
+
+@pytest.mark.parametrize(
+    ("messages", "valid"),
+    [
+        ([{"role": "user", "content": "x"}], True),
+        ([{"role": "tool", "tool_call_id": "a", "content": ""}], False),
+        (
+            [
+                {"role": "assistant", "content": "", "tool_calls": [{"id": "a"}, {"id": "b"}]},
+                {"role": "tool", "tool_call_id": "a", "content": ""},
+            ],
+            False,
+        ),
+        (
+            [
+                {"role": "assistant", "content": "", "tool_calls": [{"id": "a"}]},
+                {"role": "user", "content": "x"},
+                {"role": "tool", "tool_call_id": "a", "content": ""},
+            ],
+            False,
+        ),
+    ],
+)
+def test_protocol_validity_checker(messages: list[Message], valid: bool) -> None:
+    assert is_protocol_valid(messages) is valid
+
+
+def test_token_counter_calibrates_toward_the_providers_count() -> None:
+    counter = TokenCounter()
+    messages: list[Message] = [{"role": "user", "content": "w" * 4000}]
+    for _ in range(20):
+        # The provider says 4 characters per token (plus its own framing).
+        counter.calibrate(messages, None, 1000 + 12)
+    assert 3.8 < counter.chars_per_token < 4.1
+    assert counter.samples == 20
