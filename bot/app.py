@@ -43,8 +43,12 @@ def build_app(
     """
     from core.agent import Agent
     from core.commands import CommandRegistry, builtin_commands
+    from core.events import EventLedger
     from core.llm.usage import UsageRecorder
+    from core.memory.commands import memory_commands
+    from core.memory.facts import MemoryStore
     from core.memory.history import HistoryStore
+    from core.memory.tools import memory_tools
     from core.policy import Policy
     from core.prompt import PromptBuilder
     from core.quotas import QuotaLedger
@@ -58,11 +62,12 @@ def build_app(
     db = Database(settings.database)
     quotas = QuotaLedger(db, clock)
     usage = UsageRecorder(db)
+    memory = MemoryStore(db, clock)  # long-term memory: /save, /memory and the memory tools
     if model is None:
         model = _configured_model(settings)
     agent = None
     if model is not None:
-        registry = ToolRegistry([*builtin_tools(), *extra_tools])
+        registry = ToolRegistry([*builtin_tools(), *memory_tools(memory), *extra_tools])
         dispatcher = Dispatcher(
             registry,
             AuditLog(db),
@@ -77,15 +82,17 @@ def build_app(
             usage=usage,
             db=db,
             prompt=PromptBuilder(persona=settings.persona),
+            memory=memory,
             clock=clock,
         )
     metrics = Metrics() if with_metrics else None
     core = Core(
         policy=policy,
-        commands=CommandRegistry(builtin_commands()),
+        commands=CommandRegistry([*builtin_commands(), *memory_commands(memory)]),
         quotas=quotas,
         usage=usage,
         agent=agent,
+        events=EventLedger(db),
         limits=Limits(max_message_chars=settings.max_message_chars),
         metrics=metrics,
         clock=clock,

@@ -17,12 +17,12 @@ from typing import Any, Protocol
 from core import messages
 from core.llm.client import ChatModel, Completion, LLMError
 from core.llm.usage import UsageRecorder
-from core.memory.compaction import CompactionConfig, Compacted, Compactor
+from core.memory.compaction import Compacted, CompactionConfig, Compactor
 from core.memory.history import HistoryStore, ThreadHistory, summary_messages
 from core.memory.tokens import TokenCounter
 from core.prompt import PromptBuilder
 from core.quotas import BudgetExhausted, QuotaLedger, QuotaState
-from core.request import Reply, ToolCallRecord, Usage
+from core.request import Progress, Reply, ToolCallRecord, Usage
 from core.session import ToolSession
 from core.store.engine import Database
 from core.tools.context import ToolContext
@@ -83,14 +83,18 @@ class Agent:
         self._clock = clock
         spec = model.spec
         self.compaction = CompactionConfig(
-            window=spec.context_window, threshold=spec.compact_threshold
+            window=spec.context_window,
+            threshold=spec.compact_threshold,
+            reserved_output=spec.max_output_tokens,
         )
 
-    async def answer(self, session: ToolSession, text: str) -> Reply:
+    async def answer(
+        self, session: ToolSession, text: str, progress: Progress | None = None
+    ) -> Reply:
         history = await self._history.load(session.conversation)
         memory = await self._recall(session, text)
         turn = _Turn(messages=[{"role": "user", "content": text}], tool_calls=[], notices=[])
-        reply = await self._loop(session, history, turn, memory)
+        reply = await self._loop(session, history, turn, memory, progress)
         # Only a real answer becomes the assistant's words: a failure notice ("budget used
         # up") stored as such would read to the model as something it said.
         if reply.ok:
@@ -106,7 +110,12 @@ class Agent:
         return await self._memory.recall(session, text, budget, self.counter.count_text)
 
     async def _loop(
-        self, session: ToolSession, history: ThreadHistory, turn: _Turn, memory: str | None
+        self,
+        session: ToolSession,
+        history: ThreadHistory,
+        turn: _Turn,
+        memory: str | None,
+        progress: Progress | None,
     ) -> Reply:
         ctx = ToolContext(session=session, db=self._db)
         max_steps = session.budgets.iterations_per_request
@@ -137,6 +146,7 @@ class Agent:
                 return self._reply(turn, text, ok=False, denied=denied, session=session)
             turn.messages.append(completion.assistant_message)
             for call in completion.tool_calls:
+                await _notify(progress, messages.progress_tool(call.name[:64], step))
                 outcome = await self._dispatcher.dispatch(ctx, call)
                 turn.tool_calls.append(
                     ToolCallRecord(call.name, outcome.ok, None if outcome.ok else outcome.code)
@@ -260,3 +270,13 @@ class Agent:
 
 def _warnings(crossed: list[QuotaState]) -> list[str]:
     return [messages.budget_warning(st.limit.label, st.used, st.limit.limit) for st in crossed]
+
+
+async def _notify(progress: Progress | None, text: str) -> None:
+    """Progress is a courtesy: a failing status update must never fail the request."""
+    if progress is None:
+        return
+    try:
+        await progress(text)
+    except Exception:
+        log.warning("progress update failed", exc_info=True)

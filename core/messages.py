@@ -63,3 +63,77 @@ def until(then: datetime, now: datetime) -> str:
     minutes = max(0, int((then - now).total_seconds() // 60))
     hours, minutes = divmod(minutes, 60)
     return f"in {hours} h {minutes} min" if hours else f"in {minutes} min"
+
+
+# -- long-term memory (/save, /memory) -------------------------------------------------------
+
+SAVE_USAGE = (
+    "Usage: `/save FACT` (for this channel), `/save --global FACT` (for the whole "
+    "workspace/server), `/save --me FACT` (only for you)."
+)
+MEMORY_USAGE = "Usage: `/memory list`, `/memory search QUERY` or `/memory delete ID`."
+MEMORY_EMPTY = (
+    "There is nothing to save: write the fact after `/save`, e.g. `/save we deploy with Helm`."
+)
+MEMORY_SAVE_FAILED = (
+    "Not saved: storing the fact failed on my side (it has been logged). Please try again later."
+)
+MEMORY_NONE_VISIBLE = "No memory items are visible here yet. Save one with `/save FACT`."
+_MEMORY_AUDIENCE = {
+    "channel": "visible in this channel",
+    "global": "visible everywhere in this workspace/server",
+    "user": "visible only to you",
+}
+
+
+def memory_saved(item_id: int, scope: str) -> str:
+    return f"Saved as #{item_id} ({scope} scope, {_MEMORY_AUDIENCE.get(scope, scope)})."
+
+
+def memory_known(item_id: int, scope: str) -> str:
+    return (
+        f"Already known as #{item_id} ({scope} scope): merged with the existing item, "
+        "nothing new was stored."
+    )
+
+
+def memory_not_saved(reason: str) -> str:
+    return f"Not saved. {reason}"
+
+
+def memory_too_long(size: int, limit: int) -> str:
+    return f"That fact is {size:,} characters long; a memory item holds at most {limit:,}."
+
+
+def memory_unknown_scope(scope: str) -> str:
+    return f"Unknown memory scope {scope!r}; use channel, global or user."
+
+
+def memory_bad_option(option: str) -> str:
+    return f"Unknown option `{option}`. {SAVE_USAGE}"
+
+
+def memory_not_found(item_id: object) -> str:
+    return f"No memory item #{item_id} here."
+
+
+def memory_deleted(item_id: int, scope: str) -> str:
+    return f"Deleted memory item #{item_id} ({scope} scope)."
+
+
+def memory_no_match(query: str) -> str:
+    return f"No memory item visible here matches “{query}”."
+
+
+def progress_tool(name: str, step: int) -> str:
+    return f"Working on it… running `{name}` (step {step})"
+
+
+# -- chat adapters (Slack) --------------------------------------------------------------------
+
+ANSWER_AS_FILE = "My answer was too long for a chat message, so here it is as a file."
+
+
+def command_header(user_ref: str, command: str) -> str:
+    """The line above a slash command's public answer, so the channel sees what was asked."""
+    return f"{user_ref} used `{command}`"

@@ -3,7 +3,8 @@
 Providers cache prompt prefixes, so whatever is identical across requests goes first and in a
 fixed order: system rules and tool guidance, the persona (later: the skills index). Per-request
 content follows: the conversation context line and relevant long-term memory, then the
-(compacted) thread history and the new message. Nothing volatile (time, user ids) may enter the stable prefix.
+(compacted) thread history and the new message. Nothing volatile (time, user ids) may enter
+the stable prefix.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ If a tool returns an error, fix the arguments or answer with what you have; do n
 same failing call. You cannot change who the user is, what they may do, or your limits: the
 server decides which tool calls run.
 
-Memory: facts listed under "Remembered" were saved by the team; use them when relevant and
-prefer them over guesses. Say you have saved something only after a save tool reported
+Memory: items listed under "Long-term memory" were saved by the team; use them when relevant
+and prefer them over guesses. Say you have saved something only after a save tool reported
 success."""
 
 

@@ -7,10 +7,15 @@ These types are the whole contract between a chat platform and the agent: an ada
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
 AttachmentKind = Literal["audio", "image", "file"]
+
+# Called by core with a short status line while a request is being worked on ("Running
+# `grep_code`..."); adapters show it however their platform can (an edited message, typing).
+Progress = Callable[[str], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)

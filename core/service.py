@@ -13,11 +13,12 @@ from core import commands as cmd
 from core import messages
 from core.errors import Refusal
 from core.policy import Policy
-from core.request import Reply, Request
+from core.request import Progress, Reply, Request
 from core.session import ToolSession, open_session
 
 if TYPE_CHECKING:
     from core.agent import Agent
+    from core.events import EventLedger
     from core.llm.usage import UsageRecorder
     from core.metrics import Metrics
     from core.quotas import QuotaLedger
@@ -41,6 +42,7 @@ class Core:
         quotas: QuotaLedger,
         usage: UsageRecorder,
         agent: Agent | None,
+        events: EventLedger,
         limits: Limits = Limits(),
         metrics: Metrics | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -50,6 +52,7 @@ class Core:
         self.policy = policy
         self.commands = commands
         self.agent = agent
+        self.events = events  # exactly-once bookkeeping adapters ask for
         self._quotas = quotas
         self._usage = usage
         self._limits = limits
@@ -61,11 +64,13 @@ class Core:
     def model_configured(self) -> bool:
         return self.agent is not None
 
-    async def handle(self, request: Request) -> Reply:
-        """Answer one request. Never raises: refusals and failures become a Reply."""
+    async def handle(self, request: Request, progress: Progress | None = None) -> Reply:
+        """Answer one request. Never raises: refusals and failures become a Reply.
+
+        `progress` receives short status lines while tools run (optional)."""
         started = time.monotonic()
         try:
-            reply = await self._handle(request)
+            reply = await self._handle(request, progress)
         except Refusal as exc:
             reply = Reply(str(exc), ok=False)
         except Exception:
@@ -80,7 +85,7 @@ class Core:
             self._metrics.observe(request.platform, reply, time.monotonic() - started)
         return reply
 
-    async def _handle(self, request: Request) -> Reply:
+    async def _handle(self, request: Request, progress: Progress | None) -> Reply:
         if len(request.text) > self._limits.max_message_chars:
             raise Refusal(
                 messages.message_too_long(len(request.text), self._limits.max_message_chars)
@@ -92,19 +97,21 @@ class Core:
             return Reply(messages.EMPTY_MESSAGE_HINT + "\n\n" + cmd.help_text(ctx), ephemeral=True)
         parsed = cmd.parse(text)
         if parsed is not None:
-            return await self.commands.run(self._command_context(session), parsed)
-        return await self._ask(session, text)
+            return await self.commands.run(self._command_context(session, progress), parsed)
+        return await self._ask(session, text, progress)
 
-    async def _ask(self, session: ToolSession, text: str) -> Reply:
+    async def _ask(self, session: ToolSession, text: str, progress: Progress | None) -> Reply:
         session.require("ask")
         if self.agent is None:
             return Reply(messages.NO_MODEL, ok=False)
         async with self._threads.hold(session.conversation):
-            return await self.agent.answer(session, text)
+            return await self.agent.answer(session, text, progress)
 
-    def _command_context(self, session: ToolSession) -> cmd.CommandContext:
+    def _command_context(
+        self, session: ToolSession, progress: Progress | None = None
+    ) -> cmd.CommandContext:
         async def ask(text: str) -> Reply:
-            return await self._ask(session, text)
+            return await self._ask(session, text, progress)
 
         return cmd.CommandContext(
             session=session,

@@ -49,10 +49,13 @@ class CompactionConfig:
     threshold: float = 0.9
     keep_user_turns: int = 3
     summary_max_tokens: int = 600
+    reserved_output: int = 0  # the max_tokens each request reserves for the answer
 
     @property
     def limit(self) -> int:
-        return int(self.window * self.threshold)
+        # The window holds the prompt and the answer: the prompt may only use what the
+        # threshold leaves after the answer's reservation (at most half the window).
+        return int(self.window * self.threshold) - min(self.reserved_output, self.window // 2)
 
     @property
     def summary_tokens(self) -> int:

@@ -119,3 +119,60 @@ class ThreadSummary(SQLModel, table=True):
     thread: str = Field(max_length=128)
     covers_through: int
     summary: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class MemoryItem(SQLModel, table=True):
+    """One long-term fact, saved for a scope of one tenant.
+
+    `scope` is "channel" (`scope_key` = the channel id), "global" (the whole tenant; `scope_key`
+    is "") or "user" (`scope_key` = the user id; visible to that user only). `fingerprint` is the
+    sha256 of the normalised text: saving the same fact in the same scope again finds the row
+    through the unique constraint instead of storing it twice.
+    """
+
+    __tablename__ = "memory_items"
+    __table_args__ = (
+        UniqueConstraint(
+            "platform", "tenant", "scope", "scope_key", "fingerprint", name="uq_memory_items_fact"
+        ),
+        Index("ix_memory_items_tenant", "platform", "tenant"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    created_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
+    updated_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
+    platform: str = Field(max_length=32)
+    tenant: str = Field(max_length=128)
+    scope: str = Field(max_length=16)  # "channel" | "global" | "user"
+    scope_key: str = Field(default="", max_length=128)
+    author: str = Field(max_length=128)
+    text: str = Field(sa_column=Column(Text, nullable=False))
+    fingerprint: str = Field(max_length=64)
+
+
+class ProcessedEvent(SQLModel, table=True):
+    """A platform event (or message) claimed for processing; the unique key makes retries,
+    duplicate deliveries and other processes see that it is taken."""
+
+    __tablename__ = "processed_events"
+    __table_args__ = (UniqueConstraint("platform", "tenant", "event_key"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: datetime = Field(default_factory=utcnow, sa_column=_ts())
+    platform: str = Field(max_length=32)
+    tenant: str = Field(max_length=128)
+    event_key: str = Field(max_length=255)
+
+
+class DeliveredPart(SQLModel, table=True):
+    """One posted part of a reply, so a retried delivery posts only what is missing."""
+
+    __tablename__ = "delivered_parts"
+    __table_args__ = (UniqueConstraint("platform", "delivery_key", "part"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: datetime = Field(default_factory=utcnow, sa_column=_ts())
+    platform: str = Field(max_length=32)
+    delivery_key: str = Field(max_length=255)
+    part: int
+    message_id: str = Field(default="", max_length=128)

@@ -612,3 +612,30 @@ async def test_a_failure_notice_is_not_stored_as_the_models_words(
         {"role": "user", "content": "first question"},
         {"role": "user", "content": "second question"},
     ]
+
+
+async def test_progress_lines_are_sent_while_tools_run(
+    make_bot: MakeBot, fake_llm: FakeOpenAI
+) -> None:
+    from adapters.console.translate import ConsoleIdentity, to_request
+
+    bot = make_bot(tools=(echo,), **llm(fake_llm))
+    fake_llm.tool_calls(("echo", {"text": "a"}), ("echo", {"text": "b"}))
+    fake_llm.reply("done")
+    lines: list[str] = []
+
+    async def progress(text: str) -> None:
+        lines.append(text)
+
+    async def broken_progress(text: str) -> None:
+        raise RuntimeError("the platform refused the edit")
+
+    reply = await bot.core.handle(to_request("go", ConsoleIdentity(thread="p")), progress)
+    assert reply.ok
+    assert len(lines) == 2 and all("`echo`" in line for line in lines)
+
+    # A failing progress callback never fails the request.
+    fake_llm.tool_calls(("echo", {"text": "c"}))
+    fake_llm.reply("still done")
+    reply = await bot.core.handle(to_request("again", ConsoleIdentity(thread="p")), broken_progress)
+    assert (reply.ok, reply.text) == (True, "still done")

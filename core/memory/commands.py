@@ -1,0 +1,146 @@
+"""`/save` and `/memory`: saving, listing, searching and deleting long-term memory items.
+
+    /save FACT              this channel (needs memory.write)
+    /save --global FACT     the whole workspace/server (also needs memory.write_global)
+    /save --me FACT         only you, in any channel of this workspace/server
+    /memory list            what is visible here (needs memory.read)
+    /memory search QUERY    the best matches (needs memory.read)
+    /memory delete ID       your own items, or any visible item with memory.delete
+
+A reply says "Saved" only once the write has committed. Listings are personal (ephemeral).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from core import messages
+from core.commands import Command, CommandContext
+from core.errors import Refusal
+from core.memory.facts import MemoryStore, Scope, one_line
+from core.request import Reply
+
+if TYPE_CHECKING:
+    from core.store.models import MemoryItem
+
+log = logging.getLogger(__name__)
+
+LIST_LIMIT = 50  # newest items shown by `/memory list`
+LIST_TEXT_CHARS = 200  # each item's text is shortened to this in a list
+SEARCH_LIMIT = 10
+
+_SAVE_OPTIONS: dict[str, Scope] = {"--global": "global", "--me": "user", "--channel": "channel"}
+
+
+class _Usage(Exception):
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+def parse_save(args: str) -> tuple[Scope, str]:
+    """`[--global|--me|--channel] FACT` -> (scope, fact); raises `_Usage` when malformed."""
+    scope: Scope = "channel"
+    head, _, rest = args.strip().partition(" ")
+    if head.startswith("--"):
+        option = head.lower()
+        if option not in _SAVE_OPTIONS:
+            raise _Usage(messages.memory_bad_option(head))
+        scope, args = _SAVE_OPTIONS[option], rest
+    fact = args.strip()
+    if not fact or fact.split()[0].lower() in _SAVE_OPTIONS:  # "/save --me --global x"
+        raise _Usage(messages.SAVE_USAGE)
+    return scope, fact
+
+
+def parse_item_id(text: str) -> int | None:
+    """`12` or `#12` -> 12; anything else -> None."""
+    text = text.strip().removeprefix("#")
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+def item_line(item: MemoryItem, *, text_chars: int | None = None) -> str:
+    return (
+        f"- `#{item.id}` {item.scope} · by {item.author} · {item.created_at:%Y-%m-%d} — "
+        f"{one_line(item.text, text_chars)}"
+    )
+
+
+def memory_commands(store: MemoryStore) -> list[Command]:
+    async def save(ctx: CommandContext, args: str) -> Reply:
+        try:
+            scope, fact = parse_save(args)
+        except _Usage as usage:
+            return Reply(usage.text, ok=False, ephemeral=True)
+        try:
+            result = await store.save(ctx.session, fact, scope)
+        except Refusal as exc:  # a missing permission, an empty or too long fact
+            return Reply(messages.memory_not_saved(str(exc)), ok=False)
+        except Exception:
+            log.exception("saving a memory item failed (request %s)", ctx.session.request_id)
+            return Reply(messages.MEMORY_SAVE_FAILED, ok=False)
+        item = result.item
+        assert item.id is not None
+        text = (
+            messages.memory_saved(item.id, item.scope)
+            if result.created
+            else messages.memory_known(item.id, item.scope)
+        )
+        return Reply(text, ephemeral=scope == "user")
+
+    async def memory(ctx: CommandContext, args: str) -> Reply:
+        sub, _, rest = args.strip().partition(" ")
+        sub, rest = sub.lower(), rest.strip()
+        if sub == "list" and not rest:
+            return await _list(ctx)
+        if sub == "search" and rest:
+            return await _search(ctx, rest)
+        if sub == "delete" and rest:
+            return await _delete(ctx, rest)
+        return Reply(messages.MEMORY_USAGE, ok=False, ephemeral=True)
+
+    async def _list(ctx: CommandContext) -> Reply:
+        items = await store.visible(ctx.session)  # checks memory.read
+        if not items:
+            return Reply(messages.MEMORY_NONE_VISIBLE, ephemeral=True)
+        shown = items[:LIST_LIMIT]
+        lines = [f"**Memory visible here** ({len(items)} item{'s' * (len(items) != 1)}):"]
+        lines += [item_line(it, text_chars=LIST_TEXT_CHARS) for it in shown]
+        if len(items) > len(shown):
+            lines.append(
+                f"Showing the newest {len(shown)}; use `/memory search QUERY` to find the rest."
+            )
+        return Reply("\n".join(lines), ephemeral=True)
+
+    async def _search(ctx: CommandContext, query: str) -> Reply:
+        found = await store.search(ctx.session, query, SEARCH_LIMIT)  # checks memory.read
+        if not found:
+            return Reply(messages.memory_no_match(query), ephemeral=True)
+        lines = [f"**Memory matching “{query}”**, best first:"]
+        lines += [item_line(it) for it, _score in found]
+        return Reply("\n".join(lines), ephemeral=True)
+
+    async def _delete(ctx: CommandContext, raw_id: str) -> Reply:
+        item_id = parse_item_id(raw_id)
+        if item_id is None:
+            return Reply(messages.MEMORY_USAGE, ok=False, ephemeral=True)
+        item = await store.delete(ctx.session, item_id)  # refusals become the reply in Core
+        assert item.id is not None
+        return Reply(messages.memory_deleted(item.id, item.scope), ephemeral=item.scope == "user")
+
+    return [
+        Command(
+            "save",
+            "/save [--global | --me] FACT",
+            "remember a fact for this channel (--global: whole workspace, --me: only you)",
+            save,
+            "memory.write",
+        ),
+        Command(
+            "memory",
+            "/memory list | search QUERY | delete ID",
+            "see, search and delete what I remember here",
+            memory,
+        ),
+    ]
