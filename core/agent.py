@@ -54,6 +54,7 @@ class _Turn:
     tool_calls: list[ToolCallRecord]
     notices: list[str]
     usage: Usage = field(default_factory=Usage)
+    summarize_failed: bool = False
 
 
 class Agent:
@@ -173,7 +174,15 @@ class Agent:
         (possibly compacted) stored history and the conversation to send."""
 
         async def summarize(prompt: list[Message], max_tokens: int) -> str:
-            return (await self._call_model(session, prompt, None, turn, max_tokens)).text
+            # One failed attempt per request is enough: later steps drop old turns at once
+            # instead of paying for (and waiting on) the same failure again.
+            if turn.summarize_failed:
+                raise RuntimeError("summarizing already failed during this request")
+            try:
+                return (await self._call_model(session, prompt, None, turn, max_tokens)).text
+            except Exception:
+                turn.summarize_failed = True
+                raise
 
         compactor = Compactor(self.counter, self.compaction, summarize)
         result = await compactor.fit(prefix, [*history.messages, *turn.messages], tools)
@@ -208,8 +217,11 @@ class Agent:
         max_output: int | None = None,
     ) -> Completion:
         spec = self.model.spec
-        out = max_output or spec.max_output_tokens
         estimate = self.counter.count(prompt, tools)
+        # The prompt and the answer share the window, and the prompt's size is an estimate:
+        # never ask for more than the compaction threshold leaves of the window.
+        room = int(spec.context_window * spec.compact_threshold) - estimate
+        out = min(max_output or spec.max_output_tokens, max(16, room))
         reservation = await self._quotas.reserve(
             session.token_limits(), estimate + out, minimum=estimate + 16
         )

@@ -8,6 +8,10 @@ Tests script what the "model" answers, in order:
 
 Each POST /v1/chat/completions takes the next scripted item (or a default answer when the
 script is empty) and records the request body in `fake.requests`.
+
+A test that cannot know the order of requests in advance (compaction inserts summarization
+calls) may set `fake.responder`: a function of the request body that returns the response
+(built with `answer`, `tool_use` or `failure`), or None to fall back to the script.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -29,6 +34,45 @@ class Scripted:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     content_type: str = "application/json"
+
+
+def answer(
+    text: str,
+    *,
+    usage: dict[str, Any] | None = None,
+    prompt_tokens: int | None = None,
+    completion_tokens: int | None = None,
+    delay: float = 0.0,
+) -> Scripted:
+    """A completion with text (see `FakeOpenAI.reply`)."""
+    return Scripted(
+        body={"text": text, "usage": usage, "pt": prompt_tokens, "ct": completion_tokens},
+        delay=delay,
+    )
+
+
+def tool_use(
+    *proposed: tuple[str, dict[str, Any] | str],
+    usage: dict[str, Any] | None = None,
+    text: str = "",
+) -> Scripted:
+    """A completion proposing tool calls (see `FakeOpenAI.tool_calls`)."""
+    return Scripted(body={"text": text, "calls": list(proposed), "usage": usage})
+
+
+def failure(
+    status: int, message: str = "error", *, headers: dict[str, str] | None = None
+) -> Scripted:
+    """An HTTP error response (see `FakeOpenAI.error`)."""
+    return Scripted(
+        status=status,
+        body={"error": {"message": message, "type": "fake", "code": None}},
+        headers=headers or {},
+    )
+
+
+# The request body -> the response to send, or None for "take the next scripted item".
+Responder = Callable[[dict[str, Any]], Scripted | None]
 
 
 def _usage(prompt: int, completion: int, extra: dict[str, Any] | None) -> dict[str, Any]:
@@ -46,6 +90,7 @@ class FakeOpenAI:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self._script: deque[Scripted] = deque()
+        self.responder: Responder | None = None
         self._cond = threading.Condition()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -125,8 +170,11 @@ class FakeOpenAI:
         delay: float = 0.0,
     ) -> None:
         self._push(
-            Scripted(
-                body={"text": text, "usage": usage, "pt": prompt_tokens, "ct": completion_tokens},
+            answer(
+                text,
+                usage=usage,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
                 delay=delay,
             )
         )
@@ -137,18 +185,12 @@ class FakeOpenAI:
         usage: dict[str, Any] | None = None,
         text: str = "",
     ) -> None:
-        self._push(Scripted(body={"text": text, "calls": list(calls), "usage": usage}))
+        self._push(tool_use(*calls, usage=usage, text=text))
 
     def error(
         self, status: int, message: str = "error", *, headers: dict[str, str] | None = None
     ) -> None:
-        self._push(
-            Scripted(
-                status=status,
-                body={"error": {"message": message, "type": "fake", "code": None}},
-                headers=headers or {},
-            )
-        )
+        self._push(failure(status, message, headers=headers))
 
     def raw(
         self, status: int, body: dict[str, Any] | str, *, content_type: str = "application/json"
@@ -176,7 +218,12 @@ class FakeOpenAI:
         with self._cond:
             self.requests.append(request)
             self._cond.notify_all()
-            item = self._script.popleft() if self._script else Scripted(body={"text": "ok"})
+            responder = self.responder
+        # Outside the lock: a responder may look at `requests` or push script items.
+        item = responder(request) if responder is not None else None
+        if item is None:
+            with self._cond:
+                item = self._script.popleft() if self._script else answer("ok")
         if item.status != 200:
             return item
         assert isinstance(item.body, dict)
