@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Literal
 
 from config.settings import Settings
 from core.llm.client import ChatModel
@@ -12,6 +13,9 @@ from core.metrics import Metrics
 from core.service import Core
 from core.store.engine import Database
 from core.tools.registry import Tool
+
+if TYPE_CHECKING:
+    from adapters.slack.app import SlackAdapter
 
 
 @dataclass
@@ -98,6 +102,33 @@ def build_app(
         clock=clock,
     )
     return App(settings=settings, db=db, core=core, model=model, metrics=metrics)
+
+
+def slack_http_configured(settings: Settings) -> bool:
+    """Slack HTTP mode (`serve`): a signing secret, or a bot token without an app token (a
+    missing piece is then reported by `build_slack` instead of silently serving no Slack)."""
+    return bool(
+        settings.slack_signing_secret or (settings.slack_bot_token and not settings.slack_app_token)
+    )
+
+
+def build_slack(app: App, mode: Literal["http", "socket"], **tuning: float) -> SlackAdapter:
+    """The Slack adapter on this app's core. Raises `SlackConfigError` naming the variable.
+
+    `tuning` overrides timing knobs of `SlackConfig` (tests, benchmarks)."""
+    from adapters.slack.app import SlackAdapter, SlackConfig
+
+    s = app.settings
+    config = SlackConfig(
+        bot_token=s.slack_bot_token.get_secret_value() if s.slack_bot_token else None,
+        signing_secret=(
+            s.slack_signing_secret.get_secret_value() if s.slack_signing_secret else None
+        ),
+        app_token=s.slack_app_token.get_secret_value() if s.slack_app_token else None,
+        api_url=s.slack_api_url,
+        **tuning,
+    )
+    return SlackAdapter(app.core, config, mode)
 
 
 def _configured_model(settings: Settings) -> ChatModel | None:

@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("run", help="run everything configured (console when no chat tokens are set)")
 
-    serve = sub.add_parser("serve", help="HTTP server: /healthz, /metrics (Slack endpoint later)")
+    serve = sub.add_parser("serve", help="HTTP server: /healthz, /metrics, Slack's /slack/events")
     serve.add_argument("--host", default="127.0.0.1")
     # A string default goes through `type` only when `serve` is parsed, so a bad $PORT is a
     # usage error of `serve`, not a crash of every command.
@@ -62,7 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return EXIT_CONFIG
-    quiet = args.command in ("ask", "chat", "run") and not args.verbose
+    interactive = args.command in ("ask", "chat") or (
+        args.command == "run" and not _long_running("run", settings)
+    )
+    quiet = interactive and not args.verbose
     _configure_logging("WARNING" if quiet else settings.log_level)
     try:
         return asyncio.run(_dispatch(args, settings))
@@ -90,12 +93,12 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     from core.store.engine import DatabaseURLError
 
     try:
-        app = build_app(settings, with_metrics=args.command == "serve")
+        app = build_app(settings, with_metrics=args.command in ("serve", "run"))
     except (PolicyError, DatabaseURLError) as exc:
         print(f"Threadline cannot start: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     try:
-        if args.command in ("serve", "worker") and not await _database_reachable(app):
+        if _long_running(args.command, settings) and not await _database_reachable(app):
             return EXIT_FAILED
         if args.command == "ask":
             return await _ask(app, args)
@@ -114,6 +117,11 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         raise AssertionError(args.command)
     finally:
         await app.aclose()
+
+
+def _long_running(command: str, settings: Settings) -> bool:
+    chat = settings.slack_bot_token or settings.slack_signing_secret or settings.slack_app_token
+    return command in ("serve", "worker") or (command == "run" and bool(chat))
 
 
 async def _database_reachable(app: App) -> bool:
@@ -162,12 +170,27 @@ async def _chat(app: App, who: ConsoleIdentity) -> int:
 
 
 async def _run(app: App) -> int:
+    """Everything configured: Slack over Socket Mode with an app token, Slack over HTTP with a
+    bot token and signing secret (as `serve`, on 127.0.0.1:$PORT), else the console."""
     from adapters.console.translate import ConsoleIdentity
+    from bot.app import slack_http_configured
 
     s = app.settings
-    if s.slack_bot_token or s.slack_app_token or s.discord_token:
+    if s.slack_app_token:
+        from bot.server import run_socket_mode
+
+        return await run_socket_mode(app)
+    if slack_http_configured(s):
+        from bot.server import serve
+
+        port = os.environ.get("PORT") or "8080"
+        if not port.isdigit():
+            print("Threadline cannot start: PORT must be a port number", file=sys.stderr)
+            return EXIT_CONFIG
+        return await serve(app, "127.0.0.1", int(port))
+    if s.discord_token:
         logging.getLogger("threadline").warning(
-            "chat tokens are set, but this version has no Slack or Discord adapter yet; "
+            "DISCORD_TOKEN is set, but this version has no Discord adapter yet; "
             "opening the console channel"
         )
     return await _chat(app, ConsoleIdentity())

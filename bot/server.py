@@ -1,4 +1,5 @@
-"""The HTTP server (`threadline serve`): health and metrics now; the Slack endpoint later."""
+"""The HTTP server (`threadline serve`): `/healthz`, `/metrics`, and `POST /slack/events` when
+Slack HTTP mode is configured; plus `run_socket_mode` for `threadline run` with an app token."""
 
 from __future__ import annotations
 
@@ -6,18 +7,22 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
+    from adapters.slack.app import SlackAdapter
     from bot.app import App
+
+EXIT_CONFIG = 2
 
 log = logging.getLogger(__name__)
 
 
-def create_http_app(app: App) -> Starlette:
+def create_http_app(app: App, slack: SlackAdapter | None = None) -> Starlette:
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse, Response
@@ -42,18 +47,67 @@ def create_http_app(app: App) -> Starlette:
         body, content_type = app.metrics.render()
         return Response(body, media_type=content_type)
 
-    return Starlette(routes=[Route("/healthz", healthz), Route("/metrics", metrics)])
+    routes = [Route("/healthz", healthz), Route("/metrics", metrics)]
+    if slack is not None:
+        routes.append(Route("/slack/events", slack.endpoint, methods=["POST"]))
+    return Starlette(routes=routes)
+
+
+async def start_slack(app: App, mode: str) -> SlackAdapter | None:
+    """The started Slack adapter, or None after printing why it cannot start."""
+    from adapters.slack.app import SlackStartupError
+    from adapters.slack.web import SlackConfigError
+    from bot.app import build_slack
+
+    try:
+        slack = build_slack(app, "socket" if mode == "socket" else "http")
+        await slack.start()
+    except (SlackConfigError, SlackStartupError) as exc:
+        print(f"Threadline cannot start: {exc}", file=sys.stderr)
+        return None
+    return slack
 
 
 async def serve(app: App, host: str, port: int) -> int:
     import uvicorn
 
+    from bot.app import slack_http_configured
+
     await app.db.create_all()
+    slack = None
+    if slack_http_configured(app.settings):
+        slack = await start_slack(app, "http")
+        if slack is None:
+            return EXIT_CONFIG
     config = uvicorn.Config(
-        create_http_app(app), host=host, port=port, log_level="info", lifespan="off"
+        create_http_app(app, slack), host=host, port=port, log_level="info", lifespan="off"
     )
-    # uvicorn drains connections before returning.
-    await _make_server(config).serve()
+    try:
+        # uvicorn drains connections before returning.
+        await _make_server(config).serve()
+    finally:
+        if slack is not None:
+            await slack.aclose()  # answers already acknowledged are finished, not dropped
+    return 0
+
+
+async def run_socket_mode(app: App) -> int:
+    """`threadline run` with SLACK_APP_TOKEN: Slack over Socket Mode until SIGTERM/SIGINT."""
+    await app.db.create_all()
+    slack = await start_slack(app, "socket")
+    if slack is None:
+        return EXIT_CONFIG
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await slack.run_socket_mode(stop)
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+        await slack.aclose()
+    log.info("Socket Mode stopped")
     return 0
 
 

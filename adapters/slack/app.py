@@ -1,0 +1,378 @@
+"""The Slack adapter: a slack-bolt `AsyncApp` whose listeners verify, translate, hand to core,
+and render — over HTTP (`/slack/events`) or Socket Mode.
+
+One request, in order:
+
+1. bolt verifies the signature (HTTP) and the listener acks at once: it only schedules the
+   work (`process_before_response=True`, so the ack goes out after the listener returned and
+   the work is already tracked here, never in a forgotten task);
+2. cheap pure checks drop bots, Threadline's own echo, edits and channel chatter;
+3. the event id is claimed in the database (Slack retries, duplicate deliveries, a second web
+   process), then the message itself (channel + ts: one mention arrives as both `app_mention`
+   and `message`);
+4. :eyes: right away, a progress line for long work, `core.handle`, then the reply posted in
+   the thread exactly once (`adapters.slack.delivery`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from adapters.slack import filters
+from adapters.slack.delivery import Delivery, DeliveryFailed, Target
+from adapters.slack.filters import BotIdentity
+from adapters.slack.logs import BOLT_LOGGER, quiet_logger
+from adapters.slack.mrkdwn import to_mrkdwn
+from adapters.slack.progress import ProgressLine
+from adapters.slack.translate import PLATFORM, tenant_of, thread_of, to_request
+from adapters.slack.web import SlackConfigError, api_base_url, make_web_client
+from core import messages
+
+if TYPE_CHECKING:
+    import aiohttp
+    from slack_bolt.async_app import AsyncAck, AsyncApp
+    from slack_sdk.web.async_client import AsyncWebClient
+    from starlette.requests import Request as HttpRequest
+    from starlette.responses import Response
+
+    from adapters.slack.payloads import EventCallback, SlashCommand
+    from core.request import Reply
+    from core.service import Core
+
+log = logging.getLogger("threadline.slack")
+
+Mode = Literal["http", "socket"]
+
+
+class SlackStartupError(Exception):
+    """Slack cannot work with these settings; `str()` says why, without secrets."""
+
+
+@dataclass(frozen=True, slots=True)
+class SlackConfig:
+    bot_token: str | None
+    signing_secret: str | None = None
+    app_token: str | None = None
+    api_url: str | None = None
+    progress_after: float = 3.0  # seconds of work before a progress line appears
+    progress_interval: float = 1.0  # at most one edit of it per interval
+    max_retry_wait: float = 60.0  # longest Retry-After honoured on a 429
+    delivery_backoff: float = 1.0  # first pause before re-delivering after a transient failure
+
+    def check(self, mode: Mode) -> None:
+        """Fail fast with a message naming the variable (bolt would accept the request and
+        answer 500 for an empty signing secret, or drop events after a failed auth.test)."""
+        if not self.bot_token:
+            raise SlackConfigError(
+                "SLACK_BOT_TOKEN is not set: the Slack adapter needs the bot token (xoxb-...)"
+            )
+        if mode == "http" and not self.signing_secret:
+            raise SlackConfigError(
+                "SLACK_SIGNING_SECRET is empty: Slack HTTP mode verifies every request with it "
+                "(Basic Information > App Credentials in the Slack app settings)"
+            )
+        if mode == "socket" and not (self.app_token or "").startswith("xapp-"):
+            raise SlackConfigError(
+                "SLACK_APP_TOKEN must be an app-level token (xapp-...) with connections:write "
+                "for Socket Mode"
+            )
+        api_base_url(self.api_url)
+
+
+class SlackAdapter:
+    """Composes core with bolt. Build it, `await start()`, then serve `endpoint` (HTTP) or
+    `run_socket_mode()`; `aclose()` finishes in-flight work."""
+
+    def __init__(self, core: Core, config: SlackConfig, mode: Mode) -> None:
+        config.check(mode)
+        self.core = core
+        self.config = config
+        self.mode = mode
+        self.identity: BotIdentity | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._client: AsyncWebClient | None = None
+        self._bolt: AsyncApp | None = None
+        self._delivery: Delivery | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self) -> BotIdentity:
+        """Open the HTTP session and check the token with `auth.test`; raises
+        `SlackStartupError` with a clear message instead of starting half-working."""
+        import aiohttp
+        from slack_sdk.errors import SlackApiError
+
+        self._session = aiohttp.ClientSession()
+        self._client = make_web_client(
+            self.config.bot_token,
+            self.config.api_url,
+            self._session,
+            max_retry_wait=self.config.max_retry_wait,
+        )
+        try:
+            auth = await self._client.auth_test()
+        except SlackApiError as exc:
+            await self._close_session()
+            code = exc.response.get("error", "unknown_error") if exc.response else "no_response"
+            raise SlackStartupError(
+                f"Slack refused SLACK_BOT_TOKEN (auth.test answered {code}); check the token "
+                "and SLACK_API_URL"
+            ) from None
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            await self._close_session()
+            raise SlackStartupError(
+                f"cannot reach the Slack Web API at {self._client.base_url} "
+                f"({type(exc).__name__}); check SLACK_API_URL and the network"
+            ) from None
+        self.identity = BotIdentity(
+            user_id=str(auth["user_id"]),
+            bot_id=auth.get("bot_id"),
+            team_id=str(auth.get("team_id") or ""),
+            enterprise_id=auth.get("enterprise_id") or None,
+        )
+        self._delivery = Delivery(
+            self._client,
+            self.core.events,
+            session=self._session,
+            backoff=self.config.delivery_backoff,
+        )
+        self._bolt = self._build_bolt()
+        log.info(
+            "Slack adapter ready (%s mode) as bot user %s in %s",
+            self.mode,
+            self.identity.user_id,
+            self.identity.enterprise_id or self.identity.team_id,
+        )
+        return self.identity
+
+    async def idle(self) -> None:
+        """Wait until all scheduled work (answers, deliveries) has finished."""
+        while self._tasks:
+            await asyncio.wait(list(self._tasks))
+
+    async def aclose(self, grace: float = 30.0) -> None:
+        """Let in-flight answers finish (up to `grace` seconds), then close the HTTP session."""
+        if self._tasks:
+            log.info("waiting for %d Slack answers in flight", len(self._tasks))
+            _, pending = await asyncio.wait(list(self._tasks), timeout=grace)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)
+        await self._close_session()
+
+    async def _close_session(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    @property
+    def bolt(self) -> AsyncApp:
+        if self._bolt is None:
+            raise RuntimeError("SlackAdapter.start() first")
+        return self._bolt
+
+    # -- transports ------------------------------------------------------------------------------
+
+    async def endpoint(self, request: HttpRequest) -> Response:
+        """POST /slack/events: events, slash commands and interactivity."""
+        from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
+
+        return await AsyncSlackRequestHandler(self.bolt).handle(request)
+
+    async def run_socket_mode(self, stop: asyncio.Event) -> None:
+        """Connect over Socket Mode and serve until `stop` is set."""
+        from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+        handler = AsyncSocketModeHandler(
+            self.bolt,
+            app_token=self.config.app_token,
+            logger=quiet_logger("threadline.slack.socket"),
+        )
+        await handler.connect_async()  # type: ignore[no-untyped-call]
+        log.info("connected to Slack over Socket Mode")
+        try:
+            await stop.wait()
+        finally:
+            await handler.close_async()  # type: ignore[no-untyped-call]
+
+    # -- bolt --------------------------------------------------------------------------------------
+
+    def _build_bolt(self) -> AsyncApp:
+        from slack_bolt.async_app import AsyncApp
+        from slack_bolt.authorization import AuthorizeResult
+
+        assert self.identity is not None and self._client is not None
+        identity, token = self.identity, self.config.bot_token
+
+        async def authorize(enterprise_id: str | None, team_id: str | None) -> AuthorizeResult:
+            # The token was checked at start-up: no auth.test per request, and no silent
+            # "200 and dropped" when it fails later.
+            return AuthorizeResult(
+                enterprise_id=enterprise_id,
+                team_id=team_id,
+                bot_user_id=identity.user_id,
+                bot_id=identity.bot_id,
+                bot_token=token,
+            )
+
+        # bolt's own client only serves the listeners' injected `client`; ours posts.
+        bolt_client = make_web_client(None, self.config.api_url, self._session)
+        app = AsyncApp(
+            name="threadline",
+            client=bolt_client,
+            authorize=authorize,
+            signing_secret=self.config.signing_secret or "",
+            request_verification_enabled=self.mode == "http",
+            process_before_response=True,
+            logger=quiet_logger(BOLT_LOGGER),
+        )
+        app.event("app_mention")(self._on_event)
+        app.event("message")(self._on_event)
+        app.command(re.compile(r"^/"))(self._on_command)
+        # Every other subscribed type is acknowledged: an unhandled one gets 404 from bolt, and
+        # Slack retries it (and eventually disables the subscription).
+        app.event(re.compile(r".*"))(self._ack_only)
+        app.action(re.compile(r".*"))(self._ack_only)
+        app.shortcut(re.compile(r".*"))(self._ack_only)
+        app.view(re.compile(r".*"))(self._ack_only)
+        return app
+
+    async def _ack_only(self, ack: AsyncAck) -> None:
+        await ack()
+
+    async def _on_event(self, body: dict[str, Any]) -> None:
+        assert self.identity is not None
+        callback: EventCallback = body  # type: ignore[assignment]
+        reason = filters.skip_reason(callback["event"], self.identity)
+        if reason is None:
+            self._spawn(self._answer_event(callback))
+        else:
+            log.debug("ignoring a Slack event: %s", reason)
+
+    async def _on_command(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()  # within Slack's 3 s, whatever the work takes
+        self._spawn(self._answer_command(body))  # type: ignore[arg-type]
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            log.error("Slack answer failed: %s", type(exc).__name__, exc_info=exc)
+
+    # -- answering ---------------------------------------------------------------------------------
+
+    async def _claim(self, tenant: str, key: str) -> bool:
+        won = await self.core.events.claim(PLATFORM, tenant, key)
+        if not won:
+            log.info("Slack %s already taken; not answering twice", key.split(":", 1)[0])
+        return won
+
+    async def _answer_event(self, body: EventCallback) -> None:
+        assert self._client is not None and self._delivery is not None
+        event, tenant = body["event"], tenant_of(body)
+        channel, thread = event["channel"], thread_of(event)
+        events = self.core.events
+        if filters.needs_a_thread_check(event) and not await events.thread_marked(
+            PLATFORM, tenant, channel, thread
+        ):
+            return  # chatter in a thread Threadline is not part of
+        if not await self._claim(tenant, f"event:{body['event_id']}"):
+            return
+        if not await self._claim(tenant, f"message:{channel}:{event['ts']}"):
+            return  # the other half of an app_mention + message pair
+        await self._react("reactions_add", channel, event["ts"])
+        if not filters.is_direct(event):
+            await events.mark_thread(PLATFORM, tenant, channel, thread)
+        assert self.identity is not None
+        request = to_request(body, bot_user_id=self.identity.user_id)
+        progress = self._progress_line(channel, thread)
+        try:
+            reply = await self.core.handle(request, progress.update)
+        finally:
+            await progress.finish()
+        target = Target(
+            tenant=tenant,
+            channel=channel,
+            user=request.user,
+            delivery_key=f"{tenant}:{channel}:{event['ts']}",
+            thread_ts=thread,
+            ephemeral=reply.ephemeral and not filters.is_direct(event),
+        )
+        await self._deliver(target, reply)
+        await self._react("reactions_remove", channel, event["ts"])
+
+    async def _answer_command(self, body: SlashCommand) -> None:
+        tenant = tenant_of(body)
+        if not await self._claim(tenant, f"command:{body['trigger_id']}"):
+            return
+        request = to_request(body)
+        reply = await self.core.handle(request)
+        # Personal results and refusals go only to the person who asked; answers are posted
+        # in the channel under a line saying who asked what, and continue in that thread.
+        private = reply.ephemeral or not reply.ok
+        said = f"{body['command']} {body.get('text', '')}".strip()
+        target = Target(
+            tenant=tenant,
+            channel=body["channel_id"],
+            user=body["user_id"],
+            delivery_key=f"{tenant}:command:{body['trigger_id']}",
+            ephemeral=private,
+            header=None if private else messages.command_header(f"<@{body['user_id']}>", said),
+            response_url=body.get("response_url"),
+        )
+        await self._deliver(target, reply)
+        if not private:
+            posted = await self.core.events.posted(PLATFORM, target.delivery_key)
+            if posted.get(0) and not posted[0].startswith(("file:", "response_url")):
+                await self.core.events.mark_thread(PLATFORM, tenant, target.channel, posted[0])
+
+    async def _deliver(self, target: Target, reply: Reply) -> None:
+        assert self._delivery is not None
+        try:
+            await self._delivery.deliver(target, reply)
+        except DeliveryFailed:
+            pass  # logged with its Slack error code by the delivery
+
+    def _progress_line(self, channel: str, thread: str) -> ProgressLine:
+        client = self._client
+        assert client is not None
+
+        async def post(text: str) -> str:
+            resp = await client.chat_postMessage(
+                channel=channel, thread_ts=thread, text=to_mrkdwn(text)
+            )
+            return str(resp["ts"])
+
+        async def edit(ts: str, text: str) -> None:
+            await client.chat_update(channel=channel, ts=ts, text=to_mrkdwn(text))
+
+        async def delete(ts: str) -> None:
+            await client.chat_delete(channel=channel, ts=ts)
+
+        return ProgressLine(
+            post,
+            edit,
+            delete,
+            delay=self.config.progress_after,
+            interval=self.config.progress_interval,
+        )
+
+    async def _react(self, method: str, channel: str, ts: str) -> None:
+        """:eyes: while working. A courtesy: failures (already_reacted...) are ignored."""
+        assert self._client is not None
+        try:
+            await getattr(self._client, method)(channel=channel, timestamp=ts, name="eyes")
+        except Exception as exc:
+            log.debug("%s failed: %s", method, type(exc).__name__)

@@ -1,0 +1,97 @@
+"""The raw Slack JSON Threadline reads, typed. Only the fields we use; Slack sends more.
+
+Conversion to `core.Request` happens in one place, `adapters.slack.translate`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired, TypedDict
+
+
+class Authorization(TypedDict):
+    enterprise_id: str | None
+    team_id: str | None
+    user_id: str
+    is_bot: bool
+
+
+class MessageEvent(TypedDict):
+    """`app_mention` and `message` events (channels, private channels, DMs, group DMs)."""
+
+    type: Literal["app_mention", "message"]
+    channel: str
+    ts: str
+    text: NotRequired[str]
+    user: NotRequired[str]
+    bot_id: NotRequired[str]
+    subtype: NotRequired[str]
+    thread_ts: NotRequired[str]
+    channel_type: NotRequired[Literal["channel", "group", "im", "mpim", "app_home"]]
+    team: NotRequired[str]
+
+
+class EventCallback(TypedDict):
+    """The Events API envelope (`type: event_callback`) as delivered over HTTP or Socket Mode."""
+
+    type: Literal["event_callback"]
+    team_id: str
+    event: MessageEvent
+    event_id: str
+    event_time: NotRequired[int]
+    api_app_id: NotRequired[str]
+    enterprise_id: NotRequired[str | None]
+    is_ext_shared_channel: NotRequired[bool]
+    authorizations: NotRequired[list[Authorization]]
+
+
+class SlashCommand(TypedDict):
+    """A slash command invocation (form-encoded over HTTP; bolt hands it over as a dict)."""
+
+    command: str
+    text: str
+    team_id: str
+    channel_id: str
+    user_id: str
+    trigger_id: str
+    response_url: NotRequired[str]
+    enterprise_id: NotRequired[str]
+    channel_name: NotRequired[str]
+    user_name: NotRequired[str]
+    api_app_id: NotRequired[str]
+
+
+class AuthTest(TypedDict):
+    """`auth.test` for a bot token."""
+
+    ok: bool
+    team_id: str
+    user_id: str
+    bot_id: NotRequired[str]
+    enterprise_id: NotRequired[str | None]
+    team: NotRequired[str]
+    url: NotRequired[str]
+
+
+class PostedMessage(TypedDict):
+    """What `chat.postMessage` answers (the fields we keep)."""
+
+    ok: bool
+    channel: str
+    ts: str
+
+
+class MessageMetadata(TypedDict):
+    """Metadata attached to each posted part, so a lost response can be reconciled."""
+
+    event_type: str
+    event_payload: dict[str, str | int]
+
+
+class ThreadMessage(TypedDict):
+    """A message as `conversations.replies` / `conversations.history` return it."""
+
+    ts: str
+    text: NotRequired[str]
+    bot_id: NotRequired[str]
+    thread_ts: NotRequired[str]
+    metadata: NotRequired[MessageMetadata]

@@ -1,0 +1,118 @@
+"""Slack <-> core translation: two pure functions, testable without Slack.
+
+`to_request(body)` turns a verified event or slash-command body into a `core.Request`;
+`render(reply)` turns a `core.Reply` into the mrkdwn texts to post, each well under Slack's
+limits. Nothing here performs I/O or decides anything.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, cast
+
+from adapters.slack.mrkdwn import to_mrkdwn
+from adapters.text import split_markdown
+from core.request import Reply, Request
+
+if TYPE_CHECKING:
+    from adapters.slack.payloads import EventCallback, MessageEvent, SlashCommand
+
+PLATFORM = "slack"
+
+# Slack reports `msg_too_long` around 4,000 characters of text and takes 3,000 per section
+# block; parts stay at 3,000 so either way of posting them fits with room to spare.
+MESSAGE_LIMIT = 3_000
+
+# Message subtypes that are still a person writing something new. Edits (`message_changed`),
+# deletions, joins, bot messages and the rest are not requests.
+ANSWERABLE_SUBTYPES = frozenset({"file_share", "thread_broadcast"})
+
+_LABELLED_LINK = re.compile(r"<((?:https?|mailto):[^|>]+)\|([^>]*)>")
+_BARE_LINK = re.compile(r"<((?:https?|mailto):[^|>]+)>")
+_CHANNEL_REF = re.compile(r"<#(C\w+|G\w+)(?:\|([^>]*))?>")
+_SPECIAL = re.compile(r"<!(here|channel|everyone)(?:\|[^>]*)?>")
+
+
+def tenant_of(body: EventCallback | SlashCommand) -> str:
+    """The enterprise (org-wide installs on Enterprise Grid), else the workspace."""
+    return body.get("enterprise_id") or body["team_id"]
+
+
+def to_request(body: EventCallback | SlashCommand, *, bot_user_id: str | None = None) -> Request:
+    if "command" in body:
+        command = cast("SlashCommand", body)
+        return Request(
+            platform=PLATFORM,
+            tenant=tenant_of(command),
+            channel=command["channel_id"],
+            thread=f"cmd-{command['trigger_id']}",
+            user=command["user_id"],
+            text=command_text(from_slack_text(command.get("text", ""))),
+        )
+    callback = body  # narrowed: not a command
+    event = callback["event"]
+    text = from_slack_text(strip_mention(event.get("text", ""), bot_user_id))
+    return Request(
+        platform=PLATFORM,
+        tenant=tenant_of(callback),
+        channel=event["channel"],
+        thread=thread_of(event),
+        user=event.get("user", ""),
+        text=text.strip(),
+    )
+
+
+def thread_of(event: MessageEvent) -> str:
+    """Replies to a threaded message stay in that thread; a top-level one starts its own."""
+    return event.get("thread_ts") or event["ts"]
+
+
+def command_text(text: str) -> str:
+    """`/threadline budget` -> `/budget`; `/threadline` alone -> `/help`.
+
+    The words after the slash command are a command of the shared language (`ask`, `save`,
+    `memory list` ...); core answers unknown ones with its own "unknown command" message."""
+    text = text.strip()
+    if not text:
+        return "/help"
+    if text.startswith("/"):  # `/threadline /budget`
+        return text
+    if not text[0].isalpha():
+        return f"/ask {text}"
+    return f"/{text}"
+
+
+def strip_mention(text: str, bot_user_id: str | None) -> str:
+    if not bot_user_id:
+        return text
+    return re.sub(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>", "", text).strip()
+
+
+def from_slack_text(text: str) -> str:
+    """Slack's escaped message text to plain text the agent can read."""
+
+    def labelled(m: re.Match[str]) -> str:
+        url, label = m[1], m[2]
+        bare = re.sub(r"^(https?://|mailto:)", "", url)
+        return url if not label or label in (url, bare) else f"{label} ({url})"
+
+    text = _LABELLED_LINK.sub(labelled, text)
+    text = _BARE_LINK.sub(r"\1", text)
+    text = _CHANNEL_REF.sub(lambda m: f"#{m[2] or m[1]}", text)
+    text = _SPECIAL.sub(r"@\1", text)
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def render(reply: Reply, *, limit: int = MESSAGE_LIMIT) -> list[str]:
+    """The mrkdwn messages for a reply, in order. Attachments are uploaded separately."""
+    parts = split_markdown(to_mrkdwn(reply_markdown(reply)), limit)
+    return [p.strip("\n") for p in parts if p.strip()]
+
+
+def reply_markdown(reply: Reply) -> str:
+    """The whole reply as one Markdown text: the answer, then notices, then sources."""
+    sections = [reply.text.strip()]
+    sections += [f"_{n.strip()}_" for n in reply.notices if n.strip()]
+    if reply.citations:
+        sections.append("Sources:\n" + "\n".join(f"- {c}" for c in reply.citations))
+    return "\n\n".join(s for s in sections if s)

@@ -1,0 +1,374 @@
+"""A fake Slack Web API: a real aiohttp server on 127.0.0.1 (port 0), driven by the real
+slack_sdk client, answering like Slack and recording every call.
+
+    fake = FakeSlack().start()
+    settings: SLACK_BOT_TOKEN=fake.bot_token, SLACK_API_URL=fake.api_url
+    fake.wait_calls("chat.postMessage", 1)       # blocks until recorded, with a deadline
+    fake.fail_next("chat.postMessage", error="msg_too_long")
+    fake.fail_next("chat.postMessage", status=429, headers={"Retry-After": "1"})
+    fake.drop_next("chat.postMessage")           # posts, then loses the response
+
+It keeps the messages it was asked to post (per channel, with thread_ts and metadata) so
+`conversations.replies` / `conversations.history` answer from them, rejects texts over 4,000
+characters with `msg_too_long` as Slack does, serves the files upload v2 flow, and a Socket
+Mode websocket (`apps.connections.open` + `send_envelope`). The server runs in its own thread
+and event loop, so sync tests and apps on other loops can use it alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+from aiohttp import WSMsgType, web
+
+MAX_TEXT = 4_000  # where Slack answers msg_too_long in practice
+
+
+@dataclass
+class Call:
+    method: str
+    args: dict[str, Any]
+    at: float  # time.monotonic() when received
+    token: str | None
+
+
+@dataclass
+class _Failure:
+    status: int = 200
+    error: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    drop: bool = False  # process the call, then close the connection without answering
+    skip: int = 0  # let this many calls through first
+
+
+class FakeSlack:
+    bot_token = "xoxb-fake-bot-token"
+    app_token = "xapp-fake-app-token"
+    bot_user_id = "U0THREADLINE"
+    bot_id = "B0THREADLINE"
+    team_id = "T0HOME"
+
+    def __init__(self) -> None:
+        self._calls: list[Call] = []
+        self._cond = threading.Condition()
+        self._failures: dict[str, list[_Failure]] = {}
+        self._messages: dict[str, list[dict[str, Any]]] = {}
+        self._uploads: dict[str, bytes] = {}
+        self._acks: dict[str, dict[str, Any]] = {}
+        self._ts = itertools.count(1)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._sockets: list[web.WebSocketResponse] = []
+        self.port = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> FakeSlack:
+        ready = threading.Event()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            loop.run_until_complete(self._serve())
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._shutdown())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="fake-slack", daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("the fake Slack server did not start")
+        return self
+
+    async def _serve(self) -> None:
+        app = web.Application(client_max_size=50 * 1024 * 1024)
+        app.router.add_post("/api/{method}", self._api)
+        app.router.add_get("/api/{method}", self._api)
+        app.router.add_post("/upload/{file_id}", self._upload)
+        app.router.add_post("/response/{hook}", self._response_url)
+        app.router.add_get("/link", self._websocket)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = int(self._runner.addresses[0][1])
+
+    async def _shutdown(self) -> None:
+        for ws in list(self._sockets):
+            await ws.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def stop(self) -> None:
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            self._loop = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.url}/api/"
+
+    def response_url(self, name: str = "hook") -> str:
+        return f"{self.url}/response/{name}"
+
+    # -- scripting ---------------------------------------------------------------------------
+    def fail_next(
+        self,
+        method: str,
+        *,
+        error: str | None = None,
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+        after: int = 0,
+    ) -> None:
+        """After `after` more successful calls, the next call of `method` fails (a Slack
+        error code and/or an HTTP status)."""
+        error = error or ("ratelimited" if status == 429 else None)
+        with self._cond:
+            self._failures.setdefault(method, []).append(
+                _Failure(status, error, headers or {}, skip=after)
+            )
+
+    def drop_next(self, method: str) -> None:
+        """The next call of `method` takes effect, but its response is lost."""
+        with self._cond:
+            self._failures.setdefault(method, []).append(_Failure(drop=True))
+
+    # -- inspection --------------------------------------------------------------------------
+    def calls(self, method: str | None = None) -> list[Call]:
+        with self._cond:
+            return [c for c in self._calls if method is None or c.method == method]
+
+    def wait_calls(self, method: str, n: int = 1, timeout: float = 15.0) -> list[Call]:
+        """At least `n` calls of `method` (the condition's lock is reentrant)."""
+        self.wait_for(lambda: len(self.calls(method)) >= n, timeout, f"{n} x {method}")
+        return self.calls(method)
+
+    def wait_for(self, check: Callable[[], bool], timeout: float = 15.0, what: str = "") -> bool:
+        with self._cond:
+            if not self._cond.wait_for(check, timeout):
+                seen = [c.method for c in self._calls]
+                raise TimeoutError(f"waited {timeout} s for {what or check}; calls: {seen}")
+        return True
+
+    def posted(self, channel: str | None = None) -> list[dict[str, Any]]:
+        """Messages currently in the fake's store (deleted ones are gone)."""
+        with self._cond:
+            return [m for ch, msgs in self._messages.items() if channel in (None, ch) for m in msgs]
+
+    def upload(self, file_id: str) -> bytes:
+        with self._cond:
+            return self._uploads[file_id]
+
+    # -- Socket Mode ---------------------------------------------------------------------------
+    def send_envelope(self, kind: str, payload: dict[str, Any], timeout: float = 15.0) -> str:
+        """Send an envelope over the Socket Mode connection (waits for one to exist)."""
+        self.wait_for(lambda: bool(self._sockets), timeout, "a Socket Mode connection")
+        envelope_id = uuid.uuid4().hex
+        message = {
+            "envelope_id": envelope_id,
+            "type": kind,
+            "accepts_response_payload": kind != "events_api",
+            "retry_attempt": 0,
+            "retry_reason": "",
+            "payload": payload,
+        }
+        assert self._loop is not None
+        asyncio.run_coroutine_threadsafe(self._sockets[-1].send_json(message), self._loop).result(
+            timeout
+        )
+        return envelope_id
+
+    def wait_ack(self, envelope_id: str, timeout: float = 15.0) -> dict[str, Any]:
+        self.wait_for(lambda: envelope_id in self._acks, timeout, f"ack of {envelope_id}")
+        with self._cond:
+            return self._acks[envelope_id]
+
+    async def _websocket(self, request: web.Request) -> web.StreamResponse:
+        ws = web.WebSocketResponse(autoping=True)
+        await ws.prepare(request)
+        with self._cond:
+            self._sockets.append(ws)
+            self._cond.notify_all()
+        await ws.send_json({"type": "hello", "num_connections": 1, "debug_info": {}})
+        async for msg in ws:
+            if msg.type == WSMsgType.TEXT:
+                data = json.loads(msg.data)
+                if "envelope_id" in data:
+                    with self._cond:
+                        self._acks[data["envelope_id"]] = data
+                        self._cond.notify_all()
+        with self._cond:
+            if ws in self._sockets:
+                self._sockets.remove(ws)
+        return ws
+
+    # -- the API -------------------------------------------------------------------------------
+    async def _api(self, request: web.Request) -> web.StreamResponse:
+        method = request.match_info["method"]
+        args: dict[str, Any] = dict(request.query)
+        raw = await request.read()
+        if raw:
+            if request.content_type == "application/json":
+                args.update(json.loads(raw))
+            else:
+                args.update(parse_qsl(raw.decode(), keep_blank_values=True))
+        auth = request.headers.get("Authorization", "")
+        token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else args.get("token")
+        with self._cond:
+            self._calls.append(Call(method, args, time.monotonic(), token))
+            failure = self._take_failure(method)
+            self._cond.notify_all()
+        if failure is not None and not failure.drop:
+            body = {"ok": False, "error": failure.error or "internal_error"}
+            return web.json_response(body, status=failure.status, headers=failure.headers)
+        expected = self.app_token if method == "apps.connections.open" else self.bot_token
+        if token != expected:
+            return web.json_response({"ok": False, "error": "invalid_auth"})
+        handler = getattr(self, "_m_" + method.replace(".", "_"), None)
+        result = handler(args) if handler else {"ok": True}
+        with self._cond:
+            self._cond.notify_all()
+        if failure is not None and failure.drop:
+            assert request.transport is not None
+            request.transport.close()  # the call took effect; the answer never arrives
+            return web.Response()
+        return web.json_response(result)
+
+    def _take_failure(self, method: str) -> _Failure | None:
+        queue = self._failures.get(method)
+        if not queue:
+            return None
+        if queue[0].skip > 0:
+            queue[0].skip -= 1
+            return None
+        return queue.pop(0)
+
+    def _new_ts(self) -> str:
+        return f"{int(time.time())}.{next(self._ts):06d}"
+
+    def _m_auth_test(self, _: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "url": "https://fake.slack.test/",
+            "team": "Fake",
+            "user": "threadline",
+            "team_id": self.team_id,
+            "user_id": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "is_enterprise_install": False,
+        }
+
+    def _m_apps_connections_open(self, _: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/link"}
+
+    def _m_chat_postMessage(self, args: dict[str, Any]) -> dict[str, Any]:
+        text = str(args.get("text") or "")
+        if not args.get("channel"):
+            return {"ok": False, "error": "channel_not_found"}
+        if not text and not args.get("blocks"):
+            return {"ok": False, "error": "no_text"}
+        if len(text) > MAX_TEXT:
+            return {"ok": False, "error": "msg_too_long"}
+        metadata = args.get("metadata")
+        if isinstance(metadata, str):
+            metadata = json.loads(metadata)
+        message = {
+            "ts": self._new_ts(),
+            "text": text,
+            "user": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "thread_ts": args.get("thread_ts"),
+            "metadata": metadata,
+        }
+        with self._cond:
+            self._messages.setdefault(args["channel"], []).append(message)
+        return {"ok": True, "channel": args["channel"], "ts": message["ts"], "message": message}
+
+    def _m_chat_update(self, args: dict[str, Any]) -> dict[str, Any]:
+        with self._cond:
+            for m in self._messages.get(args.get("channel", ""), []):
+                if m["ts"] == args.get("ts"):
+                    m["text"] = args.get("text", "")
+                    return {"ok": True, "channel": args["channel"], "ts": m["ts"]}
+        return {"ok": False, "error": "message_not_found"}
+
+    def _m_chat_delete(self, args: dict[str, Any]) -> dict[str, Any]:
+        with self._cond:
+            msgs = self._messages.get(args.get("channel", ""), [])
+            for m in msgs:
+                if m["ts"] == args.get("ts"):
+                    msgs.remove(m)
+                    return {"ok": True, "channel": args["channel"], "ts": m["ts"]}
+        return {"ok": False, "error": "message_not_found"}
+
+    def _m_chat_postEphemeral(self, args: dict[str, Any]) -> dict[str, Any]:
+        if len(str(args.get("text") or "")) > MAX_TEXT:
+            return {"ok": False, "error": "msg_too_long"}
+        return {"ok": True, "message_ts": self._new_ts()}
+
+    def _m_reactions_add(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True}
+
+    def _m_reactions_remove(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True}
+
+    def _m_conversations_replies(self, args: dict[str, Any]) -> dict[str, Any]:
+        with self._cond:
+            msgs = [
+                m
+                for m in self._messages.get(args.get("channel", ""), [])
+                if m["ts"] == args.get("ts") or m.get("thread_ts") == args.get("ts")
+            ]
+        return {"ok": True, "messages": msgs, "has_more": False}
+
+    def _m_conversations_history(self, args: dict[str, Any]) -> dict[str, Any]:
+        with self._cond:
+            msgs = [m for m in self._messages.get(args.get("channel", ""), [])]
+        return {"ok": True, "messages": list(reversed(msgs)), "has_more": False}
+
+    def _m_files_getUploadURLExternal(self, args: dict[str, Any]) -> dict[str, Any]:
+        file_id = f"F{uuid.uuid4().hex[:10].upper()}"
+        return {"ok": True, "upload_url": f"{self.url}/upload/{file_id}", "file_id": file_id}
+
+    def _m_files_completeUploadExternal(self, args: dict[str, Any]) -> dict[str, Any]:
+        files = json.loads(args.get("files") or "[]")
+        out = [{"id": f["id"], "title": f.get("title"), "name": f.get("title")} for f in files]
+        with self._cond:
+            missing = [f["id"] for f in files if f["id"] not in self._uploads]
+        if missing:
+            return {"ok": False, "error": "file_not_found"}
+        return {"ok": True, "files": out}
+
+    async def _upload(self, request: web.Request) -> web.StreamResponse:
+        data = await request.read()
+        file_id = request.match_info["file_id"]
+        with self._cond:
+            self._uploads[file_id] = data
+            self._calls.append(
+                Call("upload", {"file_id": file_id, "size": len(data)}, time.monotonic(), None)
+            )
+            self._cond.notify_all()
+        return web.Response(text=f"OK - {len(data)}", content_type="text/plain")
+
+    async def _response_url(self, request: web.Request) -> web.StreamResponse:
+        body = json.loads(await request.read() or b"{}")
+        with self._cond:
+            self._calls.append(Call("response_url", body, time.monotonic(), None))
+            self._cond.notify_all()
+        return web.Response(text="ok", content_type="text/plain")
