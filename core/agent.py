@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from core import messages
+from core.llm.calibration import SAVE_EVERY, CalibrationStore
 from core.llm.client import ChatModel, Completion, LLMError
 from core.llm.usage import UsageRecorder
 from core.memory.compaction import Compacted, CompactionConfig, Compactor
@@ -74,6 +75,8 @@ class Agent:
     ) -> None:
         self.model = model
         self.counter = counter or TokenCounter()
+        self._calibration = CalibrationStore(db)
+        self._calibration_loaded = False
         self._dispatcher = dispatcher
         self._history = history
         self._quotas = quotas
@@ -92,6 +95,9 @@ class Agent:
     async def answer(
         self, session: ToolSession, text: str, progress: Progress | None = None
     ) -> Reply:
+        if not self._calibration_loaded:
+            self._calibration_loaded = True
+            await self._calibration.load(self.model.spec, self.counter)
         history = await self._history.load(session.conversation)
         memory = await self._recall(session, text)
         turn = _Turn(messages=[{"role": "user", "content": text}], tool_calls=[], notices=[])
@@ -233,7 +239,10 @@ class Agent:
             await self._quotas.release(reservation)
             raise
         if completion.usage is not None:
+            before = self.counter.samples
             self.counter.calibrate(prompt, tools, completion.usage.prompt_tokens)
+            if self.counter.samples != before and self.counter.samples % SAVE_EVERY == 1:
+                await self._calibration.save(spec, self.counter)
         # Without reported usage, charge the estimate: never charge nothing.
         usage = completion.usage or Usage(estimate, self.counter.count_text(completion.text))
         crossed = await self._quotas.settle(reservation, usage.total_tokens)

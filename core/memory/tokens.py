@@ -50,6 +50,12 @@ class TokenCounter:
             chars += len(json.dumps(list(tools)))
         return int(chars / self._ratio) + PER_MESSAGE_OVERHEAD * len(messages) + 8
 
+    def restore(self, chars_per_token: float, samples: int) -> None:
+        """Start from a ratio measured earlier (e.g. by another process)."""
+        with self._lock:
+            self._ratio = min(_MAX_RATIO, max(_MIN_RATIO, chars_per_token))
+            self.samples = samples
+
     def calibrate(
         self,
         messages: Sequence[dict[str, Any]],

@@ -150,6 +150,17 @@ class Database:
 
         return pg_insert(table).values(**values).on_conflict_do_nothing(index_elements=keys)
 
+    def upsert(self, table: Any, values: dict[str, Any], keys: list[str], update: list[str]) -> Any:
+        """INSERT ... ON CONFLICT (keys) DO UPDATE SET the `update` columns."""
+        if self.dialect == "sqlite":
+            from sqlalchemy.dialects.sqlite import insert as dialect_insert
+        else:
+            from sqlalchemy.dialects.postgresql import insert as dialect_insert  # type: ignore[assignment]
+        stmt = dialect_insert(table).values(**values)
+        return stmt.on_conflict_do_update(
+            index_elements=keys, set_={name: stmt.excluded[name] for name in update}
+        )
+
     async def dispose(self) -> None:
         if self._engine is not None:
             await self._engine.dispose()

@@ -176,3 +176,18 @@ class DeliveredPart(SQLModel, table=True):
     delivery_key: str = Field(max_length=255)
     part: int
     message_id: str = Field(default="", max_length=128)
+
+
+class ModelCalibration(SQLModel, table=True):
+    """The learned characters-per-token ratio of one provider's model, so a new process starts
+    from what earlier ones measured instead of the conservative default."""
+
+    __tablename__ = "model_calibration"
+    __table_args__ = (UniqueConstraint("provider", "model"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    updated_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
+    provider: str = Field(max_length=64)
+    model: str = Field(max_length=128)
+    chars_per_token: float
+    samples: int = 0

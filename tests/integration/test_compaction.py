@@ -371,6 +371,15 @@ async def test_the_token_counter_calibrates_toward_the_providers_counts(
     assert all(b < a for a, b in itertools.pairwise(distances)), ratios
     assert distances[-1] < 0.25, ratios
 
+    # A new process on the same database starts from the learned ratio, not the default.
+    await bot.app.aclose()
+    again = make_bot(**llm(fake_llm))
+    assert again.core.agent is not None
+    await again.send("hello again", thread="restart")
+    restored = again.core.agent.counter
+    assert abs(restored.chars_per_token - chars_per_token) < 0.5
+    assert restored.samples > 5
+
 
 # -- restart on both databases -----------------------------------------------------------------
 
