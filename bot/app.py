@@ -16,6 +16,7 @@ from core.tools.registry import Tool
 
 if TYPE_CHECKING:
     from adapters.slack.app import SlackAdapter
+    from core.code.repos import RepoStore
 
 
 @dataclass
@@ -25,6 +26,7 @@ class App:
     core: Core
     model: ChatModel | None
     metrics: Metrics | None
+    repos: RepoStore
 
     async def aclose(self) -> None:
         if self.model is not None:
@@ -46,6 +48,9 @@ def build_app(
     Raises `PolicyError` when the policy file is unusable.
     """
     from core.agent import Agent
+    from core.code.commands import code_commands
+    from core.code.repos import RepoStore
+    from core.code.tools import code_tools
     from core.commands import CommandRegistry, builtin_commands
     from core.events import EventLedger
     from core.llm.usage import UsageRecorder
@@ -67,11 +72,14 @@ def build_app(
     quotas = QuotaLedger(db, clock)
     usage = UsageRecorder(db)
     memory = MemoryStore(db, clock)  # long-term memory: /save, /memory and the memory tools
+    repos = RepoStore(db, settings.data_dir / "repos")  # code: /index and the code tools
     if model is None:
         model = _configured_model(settings)
     agent = None
     if model is not None:
-        registry = ToolRegistry([*builtin_tools(), *memory_tools(memory), *extra_tools])
+        registry = ToolRegistry(
+            [*builtin_tools(), *memory_tools(memory), *code_tools(repos), *extra_tools]
+        )
         dispatcher = Dispatcher(
             registry,
             AuditLog(db),
@@ -92,7 +100,9 @@ def build_app(
     metrics = Metrics() if with_metrics else None
     core = Core(
         policy=policy,
-        commands=CommandRegistry([*builtin_commands(), *memory_commands(memory)]),
+        commands=CommandRegistry(
+            [*builtin_commands(), *memory_commands(memory), *code_commands(repos, db)]
+        ),
         quotas=quotas,
         usage=usage,
         agent=agent,
@@ -101,7 +111,7 @@ def build_app(
         metrics=metrics,
         clock=clock,
     )
-    return App(settings=settings, db=db, core=core, model=model, metrics=metrics)
+    return App(settings=settings, db=db, core=core, model=model, metrics=metrics, repos=repos)
 
 
 def slack_http_configured(settings: Settings) -> bool:

@@ -52,6 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("text", help='the question or command, e.g. "/budget"')
     ask.add_argument("--json", action="store_true", help="print the reply as JSON")
     _identity_flags(ask)
+
+    index = sub.add_parser("index", help="register and index a code repository (path or git URL)")
+    index.add_argument("source", metavar="PATH_OR_GIT_URL", help="a local directory or git URL")
+    index.add_argument("--name", help="repository name (default: the last path component)")
+
+    repos = sub.add_parser("repos", help="list code repositories")
+    repos.add_argument("--json", action="store_true", help="print the list as JSON")
     return parser
 
 
@@ -62,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return EXIT_CONFIG
-    interactive = args.command in ("ask", "chat") or (
+    interactive = args.command in ("ask", "chat", "index", "repos") or (
         args.command == "run" and not _long_running("run", settings)
     )
     quiet = interactive and not args.verbose
@@ -104,6 +111,14 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             return await _ask(app, args)
         if args.command == "chat":
             return await _chat(app, _identity(args))
+        if args.command == "index":
+            from bot.code_cli import index_command
+
+            return await index_command(app, args.source, args.name)
+        if args.command == "repos":
+            from bot.code_cli import repos_command
+
+            return await repos_command(app, args.json)
         if args.command == "run":
             return await _run(app)
         if args.command == "serve":

@@ -128,7 +128,7 @@ class Agent:
         max_steps = session.budgets.iterations_per_request
         denied: dict[str, str] = {}
         for step in range(1, max_steps + 1):
-            tools = None if step == max_steps else self._dispatcher.registry.schemas(session)
+            tools = None if step == max_steps else await self._dispatcher.registry.offered(session)
             prefix = self._prompt.prefix(session, self._clock(), memory)
             try:
                 history, conversation = await self._fit(session, prefix, history, turn, tools)

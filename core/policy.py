@@ -13,11 +13,13 @@ Format (TOML), documented in the README:
     grant = ["code.index"]
     deny = []
     budgets = { tokens_per_user_per_day = 500000 }
+    repos = ["api", "web"]
 
 Resolution: permissions start from the defaults; matching rules are applied from least to most
 specific (ties in file order), each adding its grants and then removing its denies, so the most
 specific rule has the last word. Each budget comes from the most specific matching rule that
-sets it (ties: later in the file), else from the defaults.
+sets it (ties: later in the file), else from the defaults. `repos` (the code repositories a
+conversation may read; `"*"` = all) is resolved the same way as a budget.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 Permission = Literal[
     "ask",
@@ -94,17 +96,32 @@ class Match(_Strict):
         )
 
 
+ALL_REPOS = "*"
+
+
+def _repo_names(value: list[str]) -> list[str]:
+    for name in value:
+        if not name.strip():
+            raise ValueError("repository names must not be empty")
+    return value
+
+
+RepoList = Annotated[list[str], BeforeValidator(_one_or_many), AfterValidator(_repo_names)]
+
+
 class Rule(_Strict):
     name: str = ""
     match: Match = Match()
     grant: list[Permission] = []
     deny: list[Permission] = []
     budgets: PartialBudgets = PartialBudgets()
+    repos: RepoList | None = None  # None: this rule does not decide which repos are readable
 
 
 class Defaults(_Strict):
     permissions: list[Permission] = ["ask"]
     budgets: Budgets = Budgets()
+    repos: RepoList = [ALL_REPOS]
 
 
 class PolicyDocument(_Strict):
@@ -130,6 +147,7 @@ class Grant:
     permissions: frozenset[str]
     budgets: Budgets
     rules: tuple[str, ...]
+    repos: frozenset[str] = frozenset({ALL_REPOS})  # repository names; "*" = every repository
 
 
 def _matches(match: Match, who: Identity) -> bool:
@@ -181,14 +199,18 @@ class Policy:
         )
         permissions = set(doc.defaults.permissions)
         budgets = doc.defaults.budgets.model_dump()
+        repos = doc.defaults.repos
         for _, rule in matching:
             permissions.update(rule.grant)
             permissions.difference_update(rule.deny)
             budgets.update(rule.budgets.model_dump(exclude_none=True))
+            if rule.repos is not None:  # like a budget: the most specific setter wins
+                repos = rule.repos
         return Grant(
             permissions=frozenset(permissions),
             budgets=Budgets.model_validate(budgets),
             rules=tuple(r.name or f"rule #{i + 1}" for i, r in matching),
+            repos=frozenset(repos),
         )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.errors import PermissionDenied
-from core.policy import Budgets, Identity, Policy
+from core.policy import ALL_REPOS, Budgets, Identity, Policy
 from core.quotas import QuotaKey, QuotaLimit
 from core.request import ConversationKey, Request
 
@@ -34,9 +34,14 @@ class ToolSession:
     budgets: Budgets
     rules: tuple[str, ...] = ()
     counters: RequestCounters = field(default_factory=RequestCounters)
+    repos: frozenset[str] = frozenset({ALL_REPOS})  # code repositories readable here
 
     def allows(self, permission: str) -> bool:
         return permission in self.permissions
+
+    def allows_repo(self, name: str) -> bool:
+        """Whether this conversation may read (search, list, open) the repository `name`."""
+        return ALL_REPOS in self.repos or name in self.repos
 
     def require(self, permission: str) -> None:
         if permission not in self.permissions:
@@ -84,4 +89,5 @@ def open_session(request: Request, policy: Policy) -> ToolSession:
         permissions=grant.permissions,
         budgets=grant.budgets,
         rules=grant.rules,
+        repos=grant.repos,
     )

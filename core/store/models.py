@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import Column, DateTime, Index, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Column, DateTime, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -191,3 +191,36 @@ class ModelCalibration(SQLModel, table=True):
     model: str = Field(max_length=128)
     chars_per_token: float
     samples: int = 0
+
+
+class Repo(SQLModel, table=True):
+    """A code repository Threadline reads: a local directory indexed in place, or a git URL
+    cloned under the data dir. Which conversations may read it is the policy's `repos` key."""
+
+    __tablename__ = "repos"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(max_length=64, unique=True)
+    root: str = Field(sa_column=Column(Text, nullable=False))  # absolute path of the work tree
+    origin: str = Field(sa_column=Column(Text, nullable=False))  # the local path or git URL given
+    created_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
+    last_indexed_at: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
+    file_count: int = 0
+
+
+class RepoFile(SQLModel, table=True):
+    """One indexed file of a repository, with what re-indexing compares: size and mtime first
+    (cheap), then the content hash."""
+
+    __tablename__ = "repo_files"
+    __table_args__ = (UniqueConstraint("repo_id", "path"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    repo_id: int = Field(foreign_key="repos.id", ondelete="CASCADE", index=True)
+    path: str = Field(sa_column=Column(Text, nullable=False))  # relative, "/"-separated
+    sha256: str = Field(max_length=64)
+    size: int = Field(sa_column=Column(BigInteger, nullable=False))
+    mtime_ns: int = Field(sa_column=Column(BigInteger, nullable=False))
+    indexed_at: datetime = Field(default_factory=utcnow, sa_column=_ts())

@@ -22,6 +22,9 @@ from core.tools.context import ToolContext
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 ToolFunc = Callable[[ToolContext, Any], Awaitable[str] | str]
+# Whether a tool is worth offering to this session right now (e.g. code tools only once a
+# repository the session may read exists): its schema costs prompt tokens on every call.
+Availability = Callable[[ToolSession], Awaitable[bool]]
 
 
 class ToolArgs(BaseModel):
@@ -39,6 +42,7 @@ class Tool:
     permission: str
     func: ToolFunc
     timeout: float = 30.0
+    available: Availability | None = None
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -101,3 +105,17 @@ class ToolRegistry:
 
     def schemas(self, session: ToolSession) -> list[dict[str, Any]]:
         return [t.schema() for t in self.visible_to(session)]
+
+    async def offered(self, session: ToolSession) -> list[dict[str, Any]]:
+        """The schemas to send with a model call: `schemas`, minus tools whose availability
+        check says there is nothing for them to work on (each check runs once per call)."""
+        checked: dict[Availability, bool] = {}
+        out: list[dict[str, Any]] = []
+        for t in self.visible_to(session):
+            if t.available is not None:
+                if t.available not in checked:
+                    checked[t.available] = await t.available(session)
+                if not checked[t.available]:
+                    continue
+            out.append(t.schema())
+        return out

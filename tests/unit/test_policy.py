@@ -580,3 +580,75 @@ grant = ["tts"]
 """,
     )
     assert policy.resolve(who()).rules == ("rule #1", "middle", "rule #3")
+
+
+# --- repos ----------------------------------------------------------------------------------
+
+
+def test_repos_default_to_all() -> None:
+    grant = Policy.from_dict({}).resolve(who())
+    assert grant.repos == frozenset({"*"})
+    session = open_session(Request("slack", "T1", "C1", "th", "U1", "x"), Policy.from_dict({}))
+    assert session.allows_repo("anything")
+
+
+def test_repos_resolve_like_budgets_most_specific_setter_wins(write_policy: WritePolicy) -> None:
+    policy = load(
+        write_policy,
+        """
+[defaults]
+repos = ["docs"]
+[[rules]]
+name = "slack channel C1 reads api and web"
+match = { platform = "slack", channel = "C1" }
+repos = ["api", "web"]
+[[rules]]
+name = "slack reads everything"
+match = { platform = "slack" }
+repos = "*"
+[[rules]]
+name = "ops grant without repos"
+match = { platform = "slack", channel = "C1", roles = ["ops"] }
+grant = ["code.index"]
+""",
+    )
+    # The most specific matching rule that *sets* repos wins; the ops rule does not set it.
+    assert policy.resolve(who(channel="C1", roles=("ops",))).repos == {"api", "web"}
+    assert policy.resolve(who(channel="C2")).repos == {"*"}
+    assert policy.resolve(who(platform="discord")).repos == {"docs"}
+
+
+def test_repos_tie_goes_to_the_later_rule(write_policy: WritePolicy) -> None:
+    policy = load(
+        write_policy,
+        """
+[[rules]]
+match = { channel = "C1" }
+repos = ["api"]
+[[rules]]
+match = { user = "U1" }
+repos = ["web"]
+""",
+    )
+    assert policy.resolve(who()).repos == {"web"}
+
+
+def test_session_allows_only_the_listed_repos(write_policy: WritePolicy) -> None:
+    policy = load(
+        write_policy,
+        '[defaults]\nrepos = ["api"]\n[[rules]]\nmatch = { channel = "C9" }\nrepos = []\n',
+    )
+    session = open_session(Request("slack", "T1", "C1", "th", "U1", "x"), policy)
+    assert session.repos == frozenset({"api"})
+    assert session.allows_repo("api")
+    assert not session.allows_repo("web")
+    assert not session.allows_repo("*api")
+    closed = open_session(Request("slack", "T1", "C9", "th", "U1", "x"), policy)
+    assert not closed.allows_repo("api")  # an empty list: no repository at all
+
+
+def test_repos_must_be_names(write_policy: WritePolicy) -> None:
+    with pytest.raises(PolicyError, match=r"rules\[1\].*repos"):
+        load(write_policy, '[[rules]]\nmatch = {}\nrepos = [""]\n')
+    with pytest.raises(PolicyError, match=r"defaults\.repos"):
+        load(write_policy, "[defaults]\nrepos = [1]\n")

@@ -1,0 +1,1 @@
+"""Code: repositories, walking and incremental indexing, and the exact code tools."""

@@ -1,0 +1,30 @@
+"""User- and model-facing strings of the code features (kept here, in one place)."""
+
+from __future__ import annotations
+
+INDEX_USAGE = "Usage: `/index NAME` — re-index a registered repository (needs `code.index`)."
+INDEX_FAILED = "Re-indexing failed; the details are in the server log."
+NO_REPOS = "No repositories are available in this conversation."
+
+
+def repo_not_found(name: str, available: list[str]) -> str:
+    """Also used for repos that exist but the policy hides: the two must read the same."""
+    known = ", ".join(available) if available else "none"
+    return f"there is no repository named {name!r} (available here: {known})"
+
+
+def repo_not_found_reply(name: str, available: list[str]) -> str:
+    text = repo_not_found(name, available)
+    return text[0].upper() + text[1:] + "."
+
+
+def index_done(name: str, summary: dict[str, int]) -> str:
+    return (
+        f"Indexed `{name}`: {summary['files']} files — {summary['added']} added, "
+        f"{summary['changed']} changed, {summary['removed']} removed, "
+        f"{summary['unchanged']} unchanged."
+    )
+
+
+def index_progress(name: str, done: int, total: int) -> str:
+    return f"Indexing `{name}`: {done}/{total} files"

@@ -1,0 +1,364 @@
+"""The exact code tools: `grep_code`, `glob_files`, `read_file` (permission `code.read`).
+
+Every tool reaches repositories through `RepoStore.visible` / `RepoStore.find`, so the policy's
+`repos` key filters everything, and a repository the session may not read answers exactly like
+one that does not exist. Paths are repo-relative: absolute paths and `..` are refused, a path
+is resolved (symlinks followed) and must stay inside the repository root, and files that look
+like secrets are never listed, searched or read. What the model gets back uses repo-relative
+paths and line numbers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import sysconfig
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from core.code import messages
+from core.code.repos import RepoStore
+from core.code.secrets import looks_secret
+from core.code.walk import MAX_FILE_BYTES, SKIPPED_DIRS, excluded, is_binary, walk
+from core.errors import ToolError
+from core.session import ToolSession
+from core.tools.context import ToolContext
+from core.tools.registry import Tool, ToolArgs, tool
+
+if TYPE_CHECKING:
+    from core.store.models import Repo
+
+MAX_GREP_RESULTS = 200
+MAX_CONTEXT_LINES = 5
+GREP_TIMEOUT = 10.0  # seconds for the whole search; results found by then are returned
+MAX_GLOB_RESULTS = 200
+MAX_READ_LINES = 400
+MAX_LINE_CHARS = 300
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+class RipgrepMissing(RuntimeError):
+    pass
+
+
+def ripgrep_binary() -> str:
+    """The `rg` the `ripgrep` wheel installs next to this interpreter, else one on PATH."""
+    beside = Path(sysconfig.get_path("scripts")) / "rg"
+    if beside.is_file():
+        return str(beside)
+    found = shutil.which("rg")
+    if found is None:
+        raise RipgrepMissing("ripgrep (rg) is not installed: pip install ripgrep==14.1.0")
+    return found
+
+
+# -- paths -----------------------------------------------------------------------------------
+
+
+def clean_relative(path: str, what: str = "path") -> str:
+    """A repo-relative path in "/" form; raises ToolError for absolute paths and `..`."""
+    raw = path.strip().replace("\\", "/")
+    if "\0" in raw:
+        raise ToolError(f"refused: the {what} contains a NUL character")
+    if raw.startswith("/") or _DRIVE.match(raw) or raw.startswith("~"):
+        raise ToolError(f"refused: the {what} must be relative to the repository root")
+    parts = [p for p in PurePosixPath(raw).parts if p != "."]
+    if ".." in parts:
+        raise ToolError(f"refused: the {what} may not contain '..'")
+    return "/".join(parts)
+
+
+def confine(root: Path, rel: str) -> tuple[Path, str]:
+    """Resolve `rel` under `root` following symlinks; it must stay inside `root`. Returns the
+    resolved path and its repo-relative form (what a symlink really points at)."""
+    base = root.resolve()
+    target = (base / rel).resolve()
+    if not target.is_relative_to(base):
+        raise ToolError("refused: that path leads outside the repository")
+    return target, target.relative_to(base).as_posix()
+
+
+def _refuse_secret(rel: str) -> None:
+    if looks_secret(rel):
+        raise ToolError(f"refused: {rel} looks like it holds secrets (keys, credentials, .env)")
+
+
+def _line(text: str) -> str:
+    text = text.rstrip("\r\n")
+    return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + " […]"
+
+
+# -- repository choice -----------------------------------------------------------------------
+
+
+async def _repos(store: RepoStore, ctx: ToolContext, name: str | None) -> list[Repo]:
+    if name is not None:
+        repo = await store.find(ctx.session, name)
+        if repo is None:
+            available = [r.name for r in await store.visible(ctx.session)]
+            raise ToolError(messages.repo_not_found(name, available))
+        return [repo]
+    repos = await store.visible(ctx.session)
+    if not repos:
+        raise ToolError(messages.NO_REPOS)
+    return repos
+
+
+# -- grep ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _FileHits:
+    repo: str
+    path: str
+    lines: list[tuple[int, bool, str]] = field(default_factory=list)  # (number, is_match, text)
+
+
+@dataclass
+class _GrepRun:
+    limit: int
+    files: list[_FileHits] = field(default_factory=list)
+    matches: int = 0
+    stopped: bool = False  # more matches existed than `limit`
+    timed_out: bool = False
+    errors: list[str] = field(default_factory=list)
+
+
+def _text(obj: dict[str, Any]) -> str:
+    if "text" in obj:
+        return str(obj["text"])
+    return "<non-UTF-8 text>"
+
+
+def rg_command(pattern: str, path_glob: str | None, context_lines: int) -> list[str]:
+    cmd = [
+        ripgrep_binary(),
+        "--json",
+        "--no-config",
+        "--hidden",  # like the walk: dot-folders such as .github are code too ...
+        "--no-follow",  # ... but symlinks are not followed
+        "--no-require-git",  # .gitignore applies even where there is no .git
+        "--max-filesize",
+        str(MAX_FILE_BYTES),
+        "--context",
+        str(context_lines),
+    ]
+    if path_glob:
+        cmd += ["--glob", path_glob]
+    for name in sorted(SKIPPED_DIRS):  # after the caller's glob: later globs win
+        cmd += ["--glob", f"!{name}/"]
+    return [*cmd, "--regexp", pattern, "--", "."]
+
+
+async def _grep_repo(repo: Repo, cmd: list[str], run: _GrepRun) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        *cmd,
+        cwd=repo.root,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        limit=1 << 22,  # one JSON line per matched line: minified files have long ones
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    current: _FileHits | None = None
+    try:
+        while line := await proc.stdout.readline():
+            event = json.loads(line)
+            kind, data = event.get("type"), event.get("data", {})
+            if kind not in ("match", "context"):
+                continue
+            rel = _text(data["path"]).removeprefix("./")
+            if looks_secret(rel):
+                continue
+            if kind == "match":
+                if run.matches >= run.limit:
+                    run.stopped = True
+                    break
+                run.matches += 1
+            if current is None or current.path != rel or current.repo != repo.name:
+                current = _FileHits(repo.name, rel)
+                run.files.append(current)
+            number = int(data.get("line_number") or 0)
+            current.lines.append((number, kind == "match", _line(_text(data["lines"]))))
+        else:
+            stderr = (await proc.stderr.read()).decode("utf-8", "replace")
+            if await proc.wait() == 2 and stderr.strip():
+                run.errors.append(stderr.strip().splitlines()[-1][:300])
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+def format_grep(run: _GrepRun, pattern: str) -> str:
+    if not run.files:
+        text = f"No matches for /{pattern}/."
+        if run.timed_out:
+            text += f" (The search timed out after {GREP_TIMEOUT:.0f} s.)"
+        return text
+    out = [f"{run.matches} match{'es' * (run.matches != 1)} in {len(run.files)} file(s):"]
+    for hits in run.files:
+        out.append(f"## {hits.repo}: {hits.path}")
+        previous = None
+        for number, is_match, text in hits.lines:
+            if previous is not None and number > previous + 1:
+                out.append("--")
+            out.append(f"{number}{':' if is_match else '-'} {text}")
+            previous = number
+    if run.stopped:
+        out.append(f"[stopped at {run.limit} matches; narrow the pattern or path_glob]")
+    if run.timed_out:
+        out.append(f"[the search timed out after {GREP_TIMEOUT:.0f} s; results are partial]")
+    return "\n".join(out)
+
+
+# -- glob ------------------------------------------------------------------------------------
+
+
+def _glob(root: Path, pattern: str, limit: int) -> Iterator[str]:
+    import pathspec
+
+    spec = pathspec.GitIgnoreSpec.from_lines([pattern])
+    found = 0
+    for f in walk(root):
+        if spec.match_file(f.path):
+            yield f.path
+            found += 1
+            if found > limit:
+                return
+
+
+# -- argument models -------------------------------------------------------------------------
+
+
+class GrepArgs(ToolArgs):
+    pattern: str = Field(min_length=1, max_length=500, description="Regex (Rust syntax).")
+    path_glob: str | None = Field(None, max_length=200, description="e.g. '*.py', 'src/**'")
+    repo: str | None = Field(None, max_length=64, description="Default: all repositories.")
+    max_results: int = Field(50, ge=1, le=MAX_GREP_RESULTS)
+    context_lines: int = Field(0, ge=0, le=MAX_CONTEXT_LINES)
+
+
+class GlobArgs(ToolArgs):
+    pattern: str = Field(min_length=1, max_length=200)
+    repo: str | None = Field(None, max_length=64, description="Default: all repositories.")
+
+
+class ReadArgs(ToolArgs):
+    repo: str = Field(min_length=1, max_length=64)
+    path: str = Field(min_length=1, max_length=500, description="Relative to the repo root.")
+    start_line: int = Field(1, ge=1)
+    end_line: int | None = Field(None, ge=1)
+
+
+# -- the tools -------------------------------------------------------------------------------
+
+
+def code_tools(store: RepoStore) -> list[Tool]:
+    @tool(name="grep_code", permission="code.read", timeout=GREP_TIMEOUT + 10)
+    async def grep_code(ctx: ToolContext, args: GrepArgs) -> str:
+        """Regex search (ripgrep) in the team's code repositories: use it first for exact
+        names, error strings, config keys. Output: `## repo: path`, then `N:` matching and
+        `N-` context lines."""
+        if args.path_glob is not None:
+            clean_relative(args.path_glob.removeprefix("!"), "path_glob")
+            if args.path_glob.startswith("!"):
+                raise ToolError("refused: path_glob must select files, not exclude them")
+        repos = await _repos(store, ctx, args.repo)
+        cmd = rg_command(args.pattern, args.path_glob, args.context_lines)
+        run = _GrepRun(args.max_results)
+        try:
+            async with asyncio.timeout(GREP_TIMEOUT):
+                for repo in repos:
+                    await _grep_repo(repo, cmd, run)
+                    if run.stopped:  # one match past the limit was seen: there are more
+                        break
+        except TimeoutError:
+            run.timed_out = True
+        if run.errors and not run.files:
+            raise ToolError(f"the search failed: {run.errors[0]}")
+        return format_grep(run, args.pattern)
+
+    @tool(name="glob_files", permission="code.read")
+    async def glob_files(ctx: ToolContext, args: GlobArgs) -> str:
+        """List repository files whose path matches a gitignore-style glob ('*.proto' at any
+        depth, 'src/**/*.ts' from the root)."""
+        pattern = clean_relative(args.pattern, "pattern")
+        if not pattern:
+            raise ToolError("refused: the pattern is empty")
+        repos = await _repos(store, ctx, args.repo)
+        return await asyncio.to_thread(format_glob, repos, pattern)
+
+    @tool(name="read_file", permission="code.read")
+    async def read_file(ctx: ToolContext, args: ReadArgs) -> str:
+        """Read numbered lines of a repository file (repo and path as grep_code or glob_files
+        show them), at most 400 lines per call."""
+        (repo,) = await _repos(store, ctx, args.repo)
+        return await asyncio.to_thread(_read, repo, args)
+
+    async def any_repo(session: ToolSession) -> bool:
+        return bool(await store.visible(session))
+
+    # Offered to the model only where some repository is readable: no schema tokens otherwise.
+    return [replace(t, available=any_repo) for t in (grep_code, glob_files, read_file)]
+
+
+def format_glob(repos: list[Repo], pattern: str) -> str:
+    out: list[str] = []
+    total = 0
+    for repo in repos:
+        paths = list(_glob(Path(repo.root), pattern, MAX_GLOB_RESULTS - total))
+        if not paths:
+            continue
+        out.append(f"## {repo.name}")
+        out.extend(paths[: MAX_GLOB_RESULTS - total])
+        total += len(paths)
+        if total > MAX_GLOB_RESULTS:
+            out.append(f"[stopped at {MAX_GLOB_RESULTS} files; use a narrower pattern]")
+            break
+    if not out:
+        return f"No files match {pattern!r}."
+    return "\n".join(out)
+
+
+def _read(repo: Repo, args: ReadArgs) -> str:
+    rel = clean_relative(args.path)
+    if not rel:
+        raise ToolError("refused: give a file path, not the repository root")
+    _refuse_secret(rel)
+    root = Path(repo.root).resolve()
+    target, real = confine(root, rel)
+    _refuse_secret(real)  # a harmless-looking symlink to a secret inside the repo
+    if not target.is_file():
+        raise ToolError(f"no file {rel!r} in {repo.name}; use glob_files to find it")
+    if excluded(root, real):
+        raise ToolError(f"refused: {rel} is ignored (.gitignore or a vendored folder)")
+    if target.stat().st_size > MAX_FILE_BYTES:
+        raise ToolError(f"refused: {rel} is larger than {MAX_FILE_BYTES:,} bytes")
+    if is_binary(target):
+        raise ToolError(f"refused: {rel} is a binary file")
+    lines = target.read_text(encoding="utf-8", errors="replace").splitlines()
+    return format_read(repo.name, rel, lines, args.start_line, args.end_line)
+
+
+def format_read(repo: str, rel: str, lines: list[str], start: int, end: int | None) -> str:
+    total = len(lines)
+    if total == 0:
+        return f"## {repo}: {rel} (empty file)"
+    if start > total:
+        raise ToolError(f"{rel} has only {total} lines")
+    last = min(total, end if end is not None else total, start + MAX_READ_LINES - 1)
+    if last < start:
+        raise ToolError("end_line must not be before start_line")
+    width = len(str(last))
+    out = [f"## {repo}: {rel} (lines {start}-{last} of {total})"]
+    out += [f"{n:>{width}} | {_line(lines[n - 1])}" for n in range(start, last + 1)]
+    if last < total:
+        out.append(f"[more: read_file with start_line={last + 1}]")
+    return "\n".join(out)
