@@ -11,6 +11,9 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
+    from typing import Any
+
     from adapters.console.translate import ConsoleIdentity
     from bot.app import App
     from config.settings import Settings
@@ -135,7 +138,12 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _long_running(command: str, settings: Settings) -> bool:
-    chat = settings.slack_bot_token or settings.slack_signing_secret or settings.slack_app_token
+    chat = (
+        settings.slack_bot_token
+        or settings.slack_signing_secret
+        or settings.slack_app_token
+        or settings.discord_token
+    )
     return command in ("serve", "worker") or (command == "run" and bool(chat))
 
 
@@ -186,29 +194,61 @@ async def _chat(app: App, who: ConsoleIdentity) -> int:
 
 async def _run(app: App) -> int:
     """Everything configured: Slack over Socket Mode with an app token, Slack over HTTP with a
-    bot token and signing secret (as `serve`, on 127.0.0.1:$PORT), else the console."""
+    bot token and signing secret (as `serve`, on 127.0.0.1:$PORT), and the Discord gateway
+    client with DISCORD_TOKEN (beside Slack when both are set); with no chat tokens, the
+    console."""
     from adapters.console.translate import ConsoleIdentity
     from bot.app import slack_http_configured
 
     s = app.settings
+    slack: Coroutine[Any, Any, int] | None = None
     if s.slack_app_token:
         from bot.server import run_socket_mode
 
-        return await run_socket_mode(app)
-    if slack_http_configured(s):
+        slack = run_socket_mode(app)
+    elif slack_http_configured(s):
         from bot.server import serve
 
         port = os.environ.get("PORT") or "8080"
         if not port.isdigit():
             print("Threadline cannot start: PORT must be a port number", file=sys.stderr)
             return EXIT_CONFIG
-        return await serve(app, "127.0.0.1", int(port))
+        slack = serve(app, "127.0.0.1", int(port))
     if s.discord_token:
-        logging.getLogger("threadline").warning(
-            "DISCORD_TOKEN is set, but this version has no Discord adapter yet; "
-            "opening the console channel"
-        )
+        if slack is None:
+            from bot.worker import run_worker
+
+            return await run_worker(app)
+        return await _beside_discord(app, slack)
+    if slack is not None:
+        return await slack
     return await _chat(app, ConsoleIdentity())
+
+
+async def _beside_discord(app: App, slack: Coroutine[Any, Any, int]) -> int:
+    """Slack (which handles SIGTERM itself) and Discord in one process. Discord stops when
+    Slack does; when Discord cannot run, Slack is stopped too and the exit status is 1, so
+    the supervisor restarts the process."""
+    import signal
+
+    from bot.worker import run_background
+
+    stop = asyncio.Event()
+    discord = asyncio.create_task(run_background(app, stop))
+
+    def ended(task: asyncio.Task[int]) -> None:
+        failed = task.cancelled() or task.exception() is not None or task.result() != EXIT_OK
+        if failed and not stop.is_set():
+            os.kill(os.getpid(), signal.SIGTERM)  # Slack drains its work and returns
+
+    discord.add_done_callback(ended)
+    try:
+        code = await slack
+    finally:
+        stop.set()
+        [outcome] = await asyncio.gather(discord, return_exceptions=True)
+    discord_code = outcome if isinstance(outcome, int) else EXIT_FAILED
+    return code if code != EXIT_OK else discord_code
 
 
 if __name__ == "__main__":

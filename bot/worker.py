@@ -1,18 +1,22 @@
-"""The background worker (`threadline worker`): Discord gateway and scheduler live here once
-those features exist. Until then it starts, says what is not configured, and stops cleanly on
-SIGTERM/SIGINT so a process supervisor can manage it."""
+"""The background worker (`threadline worker`): the Discord gateway client when DISCORD_TOKEN is
+set (the scheduler joins it once that feature exists). It stops cleanly on SIGTERM/SIGINT
+(answers in flight finish first), and exits non-zero when Discord cannot be served — a bad
+token, a missing privileged intent, a first connection that failed — so a process supervisor
+restarts it and the log says why."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import signal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bot.app import App
 
 log = logging.getLogger(__name__)
+
+EXIT_OK, EXIT_FAILED = 0, 1
 
 
 async def run_worker(app: App, stop: asyncio.Event | None = None) -> int:
@@ -20,11 +24,31 @@ async def run_worker(app: App, stop: asyncio.Event | None = None) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await app.db.create_all()
-    log.info(
-        "worker started; nothing to run: no Discord adapter or scheduler is configured in this "
-        "version (waiting for SIGTERM)"
-    )
-    await stop.wait()
+    try:
+        await app.db.create_all()
+        return await run_background(app, stop)
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+        log.info("worker stopped")
+
+
+async def run_background(app: App, stop: asyncio.Event, **discord_tuning: Any) -> int:
+    """The worker's services until `stop` is set, without touching signal handlers (so
+    `threadline run` can run them next to the Slack server). Returns the exit status."""
+    if app.settings.discord_token is None:
+        log.info(
+            "worker started; nothing to run: DISCORD_TOKEN is not set and this version has no "
+            "scheduler (waiting for SIGTERM)"
+        )
+        await stop.wait()
+        log.info("worker stopping")
+        return EXIT_OK
+    from adapters.discord.client import DiscordStartupError, run_discord
+
+    try:
+        await run_discord(app.core, app.settings, stop, **discord_tuning)
+    except DiscordStartupError:
+        return EXIT_FAILED  # logged with the reason by the adapter
     log.info("worker stopping")
-    return 0
+    return EXIT_OK

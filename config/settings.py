@@ -11,7 +11,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import (
     AliasChoices,
@@ -25,6 +25,7 @@ from pydantic import (
 )
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -35,6 +36,11 @@ DEFAULT_CONFIG_FILE = CONFIG_DIR / "threadline.toml"
 DEFAULT_POLICY_FILE = CONFIG_DIR / "policy.toml"
 
 _WHITESPACE = re.compile(r"\s")
+_SIZE = re.compile(r"^(\d+)\s*(b|kb|kib|mb|mib)?$")
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 1024, "kib": 1024, "mb": 1024 * 1024, "mib": 1024 * 1024}
+
+# Discord's upload limit for servers without boosts (what Discord calls "10 MB" is 10 MiB).
+DEFAULT_DISCORD_UPLOAD_LIMIT = 10 * 1024 * 1024
 
 
 class SettingsError(ValueError):
@@ -65,6 +71,38 @@ def clean_secret(value: object, name: str) -> str | None:
             "the value is not shown"
         )
     return text
+
+
+def parse_id_list(value: object, name: str) -> tuple[int, ...]:
+    """`"1, 2"` (or a list from the TOML file) -> (1, 2)."""
+    if value is None:
+        return ()
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list | tuple):
+        raise ValueError(f"{name} must be a comma-separated list of numeric ids")
+    ids: list[int] = []
+    for item in items:
+        text = str(item).strip()
+        if not text:
+            continue
+        if not text.isdigit():
+            raise ValueError(f"{name} must be a comma-separated list of numeric ids")
+        ids.append(int(text))
+    return tuple(ids)
+
+
+def parse_size(value: object, name: str) -> int:
+    """`10485760`, `"10MB"`, `"512 KiB"` -> bytes (KB and MB count in 1,024s, as Discord does)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        size = value
+    else:
+        m = _SIZE.match(str(value).strip().lower())
+        if m is None:
+            raise ValueError(f"{name} must be a size in bytes, or with a unit like 10MB or 512KB")
+        size = int(m[1]) * _SIZE_UNITS[m[2] or ""]
+    if size < 1:
+        raise ValueError(f"{name} must be at least 1 byte")
+    return size
 
 
 class ProviderSettings(BaseModel):
@@ -146,6 +184,17 @@ class Settings(BaseSettings):
     slack_api_url: str | None = None
     discord_token: SecretStr | None = None
     discord_api_url: str | None = None
+    # Comma-separated guild (server) ids: app commands are synced to these guilds only (fast
+    # to update while developing) instead of globally.
+    discord_guild_ids: Annotated[tuple[int, ...], NoDecode] = ()
+    # Bytes, or with a unit (KB, MB; Discord counts 1 MB as 1,024 KB).
+    discord_upload_limit: int = DEFAULT_DISCORD_UPLOAD_LIMIT
+    # Empty: one gateway connection. "auto": discord.py's auto-sharded client with Discord's
+    # recommended shard count. A number: that many shards.
+    discord_shards: str | None = None
+    # With a numeric DISCORD_SHARDS: the shard ids this process runs (e.g. "0,1"), so several
+    # worker processes can split the shards; default all of them.
+    discord_shard_ids: Annotated[tuple[int, ...], NoDecode] = ()
 
     @classmethod
     def settings_customise_sources(
@@ -180,6 +229,26 @@ class Settings(BaseSettings):
     def _secret(cls, value: object, info: Any) -> str | None:
         return clean_secret(value, info.field_name.upper())
 
+    @field_validator("discord_guild_ids", "discord_shard_ids", mode="before")
+    @classmethod
+    def _id_list(cls, value: object, info: Any) -> tuple[int, ...]:
+        return parse_id_list(value, info.field_name.upper())
+
+    @field_validator("discord_upload_limit", mode="before")
+    @classmethod
+    def _upload_limit(cls, value: object) -> int:
+        return parse_size(value, "DISCORD_UPLOAD_LIMIT")
+
+    @field_validator("discord_shards", mode="before")
+    @classmethod
+    def _shards(cls, value: object) -> str | None:
+        text = str(value).strip().lower() if value is not None else ""
+        if not text:
+            return None
+        if text != "auto" and not (text.isdigit() and int(text) >= 1):
+            raise ValueError('DISCORD_SHARDS must be "auto" or a shard count (1 or more)')
+        return text
+
     @field_validator("llm_model", "llm_provider", mode="before")
     @classmethod
     def _name(cls, value: object) -> str | None:
@@ -195,6 +264,17 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _check_llm(self) -> Settings:
         self.llm()  # resolve once so that a broken LLM setup fails at start-up
+        return self
+
+    @model_validator(mode="after")
+    def _check_shards(self) -> Settings:
+        if not self.discord_shard_ids:
+            return self
+        if self.discord_shards is None or not self.discord_shards.isdigit():
+            raise ValueError("DISCORD_SHARD_IDS needs a numeric DISCORD_SHARDS (the total count)")
+        count = int(self.discord_shards)
+        if any(i >= count for i in self.discord_shard_ids):
+            raise ValueError(f"DISCORD_SHARD_IDS must be below DISCORD_SHARDS ({count})")
         return self
 
     @property

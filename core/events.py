@@ -4,7 +4,8 @@ Adapters ask core (they never touch the database): `claim` before work starts, s
 duplicated delivery — or the same event seen by another process — is answered once; `posted`
 and `record_post` let a retried delivery post only the parts that are known to be missing;
 `mark_thread` / `thread_marked` remember the threads Threadline takes part in, so follow-ups
-there continue the conversation without a new mention.
+there continue the conversation without a new mention; `unmark_thread` ends that (a Discord
+thread that was archived).
 """
 
 from __future__ import annotations
@@ -54,6 +55,26 @@ class EventLedger:
 
     async def thread_marked(self, platform: str, tenant: str, channel: str, thread: str) -> bool:
         return await self.claimed(platform, tenant, _thread_key(channel, thread))
+
+    async def unmark_thread(self, platform: str, tenant: str, channel: str, thread: str) -> bool:
+        """Forget that Threadline answers in this thread; True if it was marked."""
+        from sqlalchemy import delete
+        from sqlmodel import col
+
+        from core.store.models import ProcessedEvent
+
+        stmt = (
+            delete(ProcessedEvent)
+            .where(
+                col(ProcessedEvent.platform) == platform,
+                col(ProcessedEvent.tenant) == tenant,
+                col(ProcessedEvent.event_key) == _thread_key(channel, thread)[:255],
+            )
+            .returning(col(ProcessedEvent.id))
+        )
+        async with self._db.session() as s:
+            removed = (await s.exec(stmt)).first()
+        return removed is not None
 
     async def posted(self, platform: str, delivery_key: str) -> dict[int, str]:
         """Parts already posted for a delivery: part index -> platform message id."""

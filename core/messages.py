@@ -137,3 +137,34 @@ ANSWER_AS_FILE = "My answer was too long for a chat message, so here it is as a 
 def command_header(user_ref: str, command: str) -> str:
     """The line above a slash command's public answer, so the channel sees what was asked."""
     return f"{user_ref} used `{command}`"
+
+
+# -- chat adapters (Discord) ------------------------------------------------------------------
+
+DISCORD_COMMAND_DESCRIPTION = "Ask Threadline a question, or run one of its commands"
+DISCORD_THREAD_NAME = "Threadline"  # a thread's name when the question gives none
+DISCORD_POST_FAILED = (
+    "Sorry, Discord refused my answer here, so I could not post it. It has been logged."
+)
+DISCORD_NO_ANSWER = "I have nothing to add to that."
+DISCORD_SENT_PRIVATELY = "That answer is personal, so I sent it to you in a direct message."
+DISCORD_CANNOT_DM = (
+    "That answer is personal, and I can't send you a direct message (your privacy settings "
+    "block it). Use `/threadline` instead: its personal answers are shown only to you."
+)
+
+
+def discord_file_too_large(filename: str, size: int, limit: int) -> str:
+    return (
+        f"I could not attach `{filename}`: it is {human_size(size)}, and files posted here "
+        f"may be at most {human_size(limit)}."
+    )
+
+
+def human_size(size: int) -> str:
+    """Bytes as Discord shows them (1 MB = 1,024 KB)."""
+    if size < 1024:
+        return f"{size} bytes"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size / (1024 * 1024):.1f} MB"

@@ -50,3 +50,19 @@ async def test_posted_parts_survive_a_restart(database_url: str) -> None:
         assert await EventLedger(again).posted("slack", "req-2") == {}
     finally:
         await again.dispose()
+
+
+async def test_an_unmarked_thread_is_no_longer_marked(database_url: str) -> None:
+    db = Database(database_url)
+    try:
+        ledger = EventLedger(db)
+        await ledger.mark_thread("discord", "G1", "C1", "T1")
+        await ledger.mark_thread("discord", "G1", "C1", "T2")
+        assert await ledger.unmark_thread("discord", "G1", "C1", "T1") is True
+        assert await ledger.unmark_thread("discord", "G1", "C1", "T1") is False  # already gone
+        assert not await ledger.thread_marked("discord", "G1", "C1", "T1")
+        assert await ledger.thread_marked("discord", "G1", "C1", "T2")  # others stay
+        await ledger.mark_thread("discord", "G1", "C1", "T1")  # it can be marked again
+        assert await ledger.thread_marked("discord", "G1", "C1", "T1")
+    finally:
+        await db.dispose()

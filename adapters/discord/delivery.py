@@ -1,0 +1,115 @@
+"""Posting rendered replies on Discord: in a channel or thread exactly once, or as an
+interaction's deferred answer; and a typing indicator while the agent works."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager, suppress
+from typing import TYPE_CHECKING
+
+from adapters.discord.lib import discord
+from adapters.discord.translate import PLATFORM, Outgoing
+
+if TYPE_CHECKING:
+    from core.events import EventLedger
+
+log = logging.getLogger("threadline.discord")
+
+# Threadline never pings: not @everyone, not roles, not the people named in an answer.
+NO_PINGS = discord.AllowedMentions.none()
+TYPING_LASTS = 10.0  # seconds Discord shows "is typing…" after one trigger
+
+
+def as_file(item: Outgoing) -> discord.File | None:
+    if item.file is None:
+        return None
+    return discord.File(io.BytesIO(item.file.data), filename=item.file.filename)
+
+
+async def post(
+    events: EventLedger,
+    channel: discord.abc.Messageable,
+    delivery_key: str,
+    outgoing: Sequence[Outgoing],
+    *,
+    reference: discord.Message | None = None,
+) -> None:
+    """Post the parts in order, skipping those already recorded as posted for `delivery_key`
+    (a retried delivery, another process); each posted part is recorded at once."""
+    done = await events.posted(PLATFORM, delivery_key)
+    for i, item in enumerate(outgoing):
+        if i in done:
+            continue
+        file = as_file(item)
+        if file is not None:
+            message = await channel.send(file=file, allowed_mentions=NO_PINGS)
+        elif reference is not None and i == 0:
+            message = await channel.send(
+                item.text, allowed_mentions=NO_PINGS, reference=reference, mention_author=False
+            )
+        else:
+            message = await channel.send(item.text, allowed_mentions=NO_PINGS)
+        await events.record_post(PLATFORM, delivery_key, i, str(message.id))
+
+
+async def answer_interaction(
+    interaction: discord.Interaction,
+    outgoing: Sequence[Outgoing],
+    *,
+    deferred_privately: bool,
+    private: bool,
+) -> None:
+    """Replace the deferred "thinking…" response with the answer, the rest as follow-ups.
+
+    Discord fixed the answer's visibility when it was deferred; when the reply turns out the
+    other way (a refusal to a public command, a public result of a private one), the deferred
+    response is deleted and the answer sent as follow-ups with the right visibility."""
+    first_replaces = private == deferred_privately
+    if not first_replaces:
+        await interaction.delete_original_response()
+    for i, item in enumerate(outgoing):
+        file = as_file(item)
+        if i == 0 and first_replaces:
+            if file is not None:
+                await interaction.edit_original_response(
+                    content=None, attachments=[file], allowed_mentions=NO_PINGS
+                )
+            else:
+                await interaction.edit_original_response(
+                    content=item.text, allowed_mentions=NO_PINGS
+                )
+        elif file is not None:
+            await interaction.followup.send(
+                file=file, ephemeral=private, allowed_mentions=NO_PINGS, wait=True
+            )
+        else:
+            await interaction.followup.send(
+                item.text, ephemeral=private, allowed_mentions=NO_PINGS, wait=True
+            )
+
+
+@asynccontextmanager
+async def typing(channel: discord.abc.Messageable, every: float = 8.0) -> AsyncIterator[None]:
+    """Show "Threadline is typing…" until the block ends (re-triggered every `every` seconds,
+    before Discord's indicator lapses). A courtesy: a failure to trigger it is only logged."""
+    if every >= TYPING_LASTS:
+        raise ValueError(f"the typing indicator lasts {TYPING_LASTS} s; re-trigger it sooner")
+
+    async def keep_typing() -> None:
+        while True:
+            try:
+                await channel.typing()
+            except (discord.HTTPException, OSError) as exc:
+                log.debug("typing indicator failed: %s", type(exc).__name__)
+            await asyncio.sleep(every)
+
+    task = asyncio.create_task(keep_typing())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with suppress(asyncio.CancelledError):
+            await task
