@@ -53,9 +53,10 @@ def clean_url(value: object, name: str) -> str | None:
     text = str(value).strip().rstrip("/")
     if not text:
         return None
-    if not re.match(r"^https?://[^\s/]+", text):
+    scheme, sep, rest = text.partition("://")
+    if not sep or scheme.lower() not in ("http", "https") or not re.match(r"^[^\s/]+", rest):
         raise ValueError(f"{name} must be an http:// or https:// URL")
-    return text
+    return f"{scheme.lower()}://{rest}"  # schemes are case-insensitive; hosts stay as written
 
 
 def clean_secret(value: object, name: str) -> str | None:

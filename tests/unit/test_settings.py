@@ -397,3 +397,11 @@ def test_a_named_settings_file_that_does_not_exist_is_an_error(
         load_settings()
     assert str(missing) in str(err.value)
     assert "THREADLINE_CONFIG" in str(err.value)
+
+
+def test_an_upper_case_scheme_is_accepted_and_normalised(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLM_BASE_URL", " HTTP://127.0.0.1:11434/v1/ ")
+    monkeypatch.setenv("LLM_MODEL", "m")
+    resolved = load_settings().llm()
+    assert resolved is not None
+    assert resolved.base_url == "http://127.0.0.1:11434/v1"
