@@ -159,5 +159,6 @@ def _configured_model(settings: Settings) -> ChatModel | None:
             timeout=resolved.timeout,
             max_retries=resolved.max_retries,
             compact_threshold=resolved.compact_threshold,
+            max_tokens_param=resolved.max_tokens_param,
         )
     )

@@ -11,7 +11,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AliasChoices,
@@ -36,6 +36,10 @@ DEFAULT_CONFIG_FILE = CONFIG_DIR / "threadline.toml"
 DEFAULT_POLICY_FILE = CONFIG_DIR / "policy.toml"
 
 _WHITESPACE = re.compile(r"\s")
+
+# OpenAI's reasoning models refuse `max_tokens` and want `max_completion_tokens`; most other
+# OpenAI-compatible servers only know `max_tokens`.
+MaxTokensParam = Literal["max_tokens", "max_completion_tokens"]
 _SIZE = re.compile(r"^(\d+)\s*(b|kb|kib|mb|mib)?$")
 _SIZE_UNITS = {"": 1, "b": 1, "kb": 1024, "kib": 1024, "mb": 1024 * 1024, "mib": 1024 * 1024}
 
@@ -120,6 +124,7 @@ class ProviderSettings(BaseModel):
     timeout: float | None = Field(None, gt=0)
     max_retries: int | None = Field(None, ge=0, le=10)
     compact_threshold: float | None = Field(None, ge=0.3, le=0.99)
+    max_tokens_param: MaxTokensParam | None = None
 
 
 class ResolvedProvider(BaseModel):
@@ -132,6 +137,7 @@ class ResolvedProvider(BaseModel):
     timeout: float
     max_retries: int
     compact_threshold: float
+    max_tokens_param: MaxTokensParam
 
 
 def _alias(env: str, key: str) -> AliasChoices:
@@ -177,6 +183,7 @@ class Settings(BaseSettings):
     llm_timeout: float = Field(60.0, gt=0)
     llm_max_retries: int = Field(2, ge=0, le=10)
     llm_compact_threshold: float = Field(0.9, ge=0.3, le=0.99)
+    llm_max_tokens_param: MaxTokensParam = "max_tokens"
     providers: dict[str, ProviderSettings] = {}
 
     slack_bot_token: SecretStr | None = None
@@ -318,6 +325,7 @@ class Settings(BaseSettings):
             timeout=base.timeout or self.llm_timeout,
             max_retries=base.max_retries if base.max_retries is not None else self.llm_max_retries,
             compact_threshold=base.compact_threshold or self.llm_compact_threshold,
+            max_tokens_param=base.max_tokens_param or self.llm_max_tokens_param,
         )
 
 

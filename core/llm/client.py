@@ -84,7 +84,7 @@ class OpenAICompatibleModel:
         if tools:
             kwargs["tools"] = tools
         if max_tokens:
-            kwargs["max_tokens"] = max_tokens
+            kwargs[self.spec.max_tokens_param] = max_tokens
         try:
             response = await self._get_client().chat.completions.create(**kwargs)
         except openai.APITimeoutError as exc:

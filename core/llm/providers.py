@@ -16,3 +16,4 @@ class ProviderSpec:
     timeout: float = 60.0
     max_retries: int = 2
     compact_threshold: float = 0.9  # compact the thread at this fraction of context_window
+    max_tokens_param: str = "max_tokens"  # or "max_completion_tokens" (OpenAI reasoning models)

@@ -639,3 +639,19 @@ async def test_progress_lines_are_sent_while_tools_run(
     fake_llm.reply("still done")
     reply = await bot.core.handle(to_request("again", ConsoleIdentity(thread="p")), broken_progress)
     assert (reply.ok, reply.text) == (True, "still done")
+
+
+async def test_the_max_tokens_parameter_name_is_configurable(
+    make_bot: MakeBot, fake_llm: FakeOpenAI
+) -> None:
+    default = make_bot(**llm(fake_llm))
+    fake_llm.reply("one")
+    await default.send("hi", thread="mt1")
+    assert "max_tokens" in fake_llm.requests[-1]
+    assert "max_completion_tokens" not in fake_llm.requests[-1]
+
+    reasoning = make_bot(**llm(fake_llm, llm_max_tokens_param="max_completion_tokens"))
+    fake_llm.reply("two")
+    await reasoning.send("hi", thread="mt2")
+    assert fake_llm.requests[-1]["max_completion_tokens"] > 0
+    assert "max_tokens" not in fake_llm.requests[-1]
