@@ -49,20 +49,25 @@ async def index_command(app: App, source: str, name: str | None) -> int:
     return EXIT_OK
 
 
-def repo_json(repo: Repo) -> dict[str, Any]:
+def repo_json(repo: Repo, chunks: int) -> dict[str, Any]:
     return {
         "name": repo.name,
         "origin": repo.origin,
         "root": repo.root,
         "files": repo.file_count,
+        "chunks": chunks,
         "last_indexed_at": repo.last_indexed_at.isoformat() if repo.last_indexed_at else None,
     }
 
 
 async def repos_command(app: App, as_json: bool) -> int:
+    from core.code.chunk_store import chunk_counts
+
     repos = await app.repos.all()
+    chunks = await chunk_counts(app.db)
     if as_json:
-        print(json.dumps({"repos": [repo_json(r) for r in repos]}, ensure_ascii=False))
+        rows = [repo_json(r, chunks.get(r.id or 0, 0)) for r in repos]
+        print(json.dumps({"repos": rows}, ensure_ascii=False))
         return EXIT_OK
     if not repos:
         print("No repositories yet: threadline index PATH_OR_GIT_URL")
@@ -70,9 +75,9 @@ async def repos_command(app: App, as_json: bool) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("name", "origin", "files", "last indexed (UTC)", box=None)
+    table = Table("name", "origin", "files", "chunks", "last indexed (UTC)", box=None)
     for r in repos:
         when = f"{r.last_indexed_at:%Y-%m-%d %H:%M}" if r.last_indexed_at else "never"
-        table.add_row(r.name, r.origin, str(r.file_count), when)
+        table.add_row(r.name, r.origin, str(r.file_count), str(chunks.get(r.id or 0, 0)), when)
     Console(width=200).print(table)
     return EXIT_OK

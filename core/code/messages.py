@@ -22,7 +22,7 @@ def index_done(name: str, summary: dict[str, int]) -> str:
     return (
         f"Indexed `{name}`: {summary['files']} files — {summary['added']} added, "
         f"{summary['changed']} changed, {summary['removed']} removed, "
-        f"{summary['unchanged']} unchanged."
+        f"{summary['unchanged']} unchanged; {summary.get('chunks_written', 0)} chunks written."
     )
 
 

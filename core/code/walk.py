@@ -82,6 +82,7 @@ class IndexResult:
     changed: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     unchanged: int = 0
+    chunks_written: int = 0
 
     @property
     def files(self) -> int:
@@ -94,6 +95,7 @@ class IndexResult:
             "removed": len(self.removed),
             "unchanged": self.unchanged,
             "files": self.files,
+            "chunks_written": self.chunks_written,
         }
 
 
@@ -276,8 +278,17 @@ async def index_repo(
         )
     repo.last_indexed_at = stamp
     repo.file_count = file_count
-    # Seam for chunking/embedding (not built yet): re-chunk `added` + `changed`, drop `removed`.
-    return IndexResult(tuple(added), tuple(changed), tuple(removed), unchanged)
+    # Chunks follow the files: new and changed ones are re-chunked, removed ones dropped, and
+    # files indexed before they had chunks catch up. (Embedding will hook in here next.)
+    from core.code.chunk_store import paths_without_chunks, replace_chunks
+
+    current = sorted(seen)
+    stale = set(added) | set(changed)
+    missing = await paths_without_chunks(db, repo.id, [p for p in current if p not in stale])
+    written = await replace_chunks(
+        db, repo.id, repo.name, root, [*added, *changed, *missing], removed
+    )
+    return IndexResult(tuple(added), tuple(changed), tuple(removed), unchanged, written)
 
 
 def excluded(root: Path, rel: str) -> bool:

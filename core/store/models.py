@@ -224,3 +224,21 @@ class RepoFile(SQLModel, table=True):
     size: int = Field(sa_column=Column(BigInteger, nullable=False))
     mtime_ns: int = Field(sa_column=Column(BigInteger, nullable=False))
     indexed_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
+
+
+class CodeChunk(SQLModel, table=True):
+    """One chunk of an indexed file (see core/code/chunking.py): what semantic search embeds.
+    Rows are replaced per file whenever the file's content changes."""
+
+    __tablename__ = "code_chunks"
+    __table_args__ = (Index("ix_code_chunks_repo_path", "repo_id", "path"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    repo_id: int = Field(foreign_key="repos.id", ondelete="CASCADE")
+    path: str = Field(sa_column=Column(Text, nullable=False))
+    language: str = Field(max_length=32)
+    symbol: str = Field(sa_column=Column(Text, nullable=False))
+    kind: str = Field(max_length=16)
+    start_line: int
+    end_line: int
+    text: str = Field(sa_column=Column(Text, nullable=False))

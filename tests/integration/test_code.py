@@ -43,6 +43,20 @@ async def stored(db: Database, repo_id: int) -> dict[str, str]:
     return {r.path: r.sha256 for r in rows}
 
 
+async def chunks_by_path(db: Database, repo_id: int) -> dict[str, list[str]]:
+    from sqlmodel import col, select
+
+    from core.store.models import CodeChunk
+
+    async with db.session() as s:
+        stmt = select(CodeChunk).where(col(CodeChunk.repo_id) == repo_id)
+        rows = (await s.exec(stmt.order_by(col(CodeChunk.id)))).all()
+    out: dict[str, list[str]] = {}
+    for r in rows:
+        out.setdefault(r.path, []).append(r.symbol)
+    return out
+
+
 def bump(path: Path) -> None:
     """Move the mtime forward: a file system with coarse timestamps must still see a change."""
     st = path.stat()
@@ -70,7 +84,11 @@ async def test_index_then_modify_delete_rename_counts(
         "removed": 0,
         "unchanged": 0,
         "files": len(READABLE),
+        "chunks_written": first.chunks_written,
     }
+    assert first.chunks_written > 0
+    chunked = await chunks_by_path(db, repo.id)
+    assert "src/app.py" in chunked and "cmd/main.go" in chunked
     assert progress[-1] == (len(READABLE), len(READABLE))
     rows = await stored(db, repo.id)
     assert set(rows) == READABLE
@@ -81,6 +99,7 @@ async def test_index_then_modify_delete_rename_counts(
     again = await index_repo(db, repo)
     assert again.summary()["unchanged"] == len(READABLE)
     assert (again.added, again.changed, again.removed) == ((), (), ())
+    assert await chunks_by_path(db, repo.id) == chunked  # nothing re-chunked
 
     # modify one, touch one without changing it, delete one, rename one
     (root / "src/app.py").write_text("def other():\n    pass\n")
@@ -98,6 +117,11 @@ async def test_index_then_modify_delete_rename_counts(
     assert third.unchanged == len(READABLE) - 3  # README.md was re-hashed, found unchanged
     rows = await stored(db, repo.id)
     assert set(rows) == READABLE - {"cmd/main.go", "lib/Thing.java"} | {"lib/Renamed.java"}
+    chunked_after = await chunks_by_path(db, repo.id)
+    assert "cmd/main.go" not in chunked_after and "lib/Thing.java" not in chunked_after
+    assert "lib/Renamed.java" in chunked_after
+    assert any("other" in symbol for symbol in chunked_after["src/app.py"])
+    assert chunked_after["README.md"] == chunked["README.md"]
     listed = await store.all()
     assert [(r.name, r.file_count) for r in listed] == [("api", len(READABLE) - 1)]
     assert listed[0].last_indexed_at is not None and listed[0].last_indexed_at.tzinfo is not None
@@ -416,7 +440,8 @@ async def test_index_command_reindexes_and_reports_counts(
     assert reply.ok, reply.text
     total = len(READABLE)
     assert reply.text == (
-        f"Indexed `api`: {total} files — 1 added, 1 changed, 1 removed, {total - 2} unchanged."
+        f"Indexed `api`: {total} files — 1 added, 1 changed, 1 removed, {total - 2} unchanged;"
+        " 2 chunks written."
     )
     hidden = await bot.send("/index web", roles=["ops"])
     missing = await bot.send("/index nope", roles=["ops"])

@@ -21,13 +21,15 @@ def test_index_and_repos(cli_env: dict[str, str], tmp_path: Path) -> None:  # no
 
     first = run_cli(cli_env, tmp_path, "index", str(root))
     assert first.returncode == 0, first.stderr
-    assert first.stdout.strip() == (
-        f"Indexed api: {total} files — {total} added, 0 changed, 0 removed, 0 unchanged."
+    assert first.stdout.strip().startswith(
+        f"Indexed api: {total} files — {total} added, 0 changed, 0 removed, 0 unchanged;"
     )
+    assert "chunks written" in first.stdout
     (root / "cmd/main.go").unlink()
     again = run_cli(cli_env, tmp_path, "index", str(root))
     assert again.stdout.strip() == (
-        f"Indexed api: {total - 1} files — 0 added, 0 changed, 1 removed, {total - 1} unchanged."
+        f"Indexed api: {total - 1} files — 0 added, 0 changed, 1 removed, {total - 1} unchanged;"
+        " 0 chunks written."
     )
 
     _work, bare = bare_repo(tmp_path)
@@ -42,14 +44,15 @@ def test_index_and_repos(cli_env: dict[str, str], tmp_path: Path) -> None:  # no
         ("api", str(root), total - 1),
         ("svc", f"file://{bare}", 2),
     ]
-    assert set(repos[0]) == {"name", "origin", "root", "files", "last_indexed_at"}
+    assert set(repos[0]) == {"name", "origin", "root", "files", "chunks", "last_indexed_at"}
+    assert repos[0]["chunks"] > 0 and repos[1]["chunks"] > 0
     assert repos[1]["root"] == str((tmp_path / "data" / "repos" / "svc").resolve())
     assert datetime.fromisoformat(repos[0]["last_indexed_at"]).utcoffset() is not None
 
     table = run_cli(cli_env, tmp_path, "repos")
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
-    assert lines[0].split() == ["name", "origin", "files", "last", "indexed", "(UTC)"]
+    assert lines[0].split() == ["name", "origin", "files", "chunks", "last", "indexed", "(UTC)"]
     assert lines[1].split()[:3] == ["api", str(root), str(total - 1)]
 
 

@@ -1,0 +1,96 @@
+"""Keeping a repository's chunks in step with its files.
+
+Indexing tells this module which files were added, changed or removed; their chunks are
+recomputed (tree-sitter parsing runs in a worker thread, off the event loop) and replaced per
+file in one transaction per batch, so a file never has half of its old and half of its new
+chunks. Embedding into the vector store will read from here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+from core.code.chunking import Chunk, chunk_file
+from core.store.engine import Database
+
+BATCH = 50  # files per worker-thread call and per transaction
+
+
+def _chunk_batch(repo: str, root: Path, paths: Sequence[str]) -> list[tuple[str, list[Chunk]]]:
+    out = []
+    for rel in paths:
+        try:
+            text = (root / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:  # deleted or unreadable since the walk: it simply has no chunks
+            text = ""
+        out.append((rel, chunk_file(repo, rel, text)))
+    return out
+
+
+async def paths_without_chunks(db: Database, repo_id: int, paths: Sequence[str]) -> list[str]:
+    """Indexed files that have no chunks yet (e.g. indexed before chunking existed)."""
+    from sqlmodel import col, select
+
+    from core.store.models import CodeChunk
+
+    async with db.session() as s:
+        stmt = select(CodeChunk.path).where(col(CodeChunk.repo_id) == repo_id).distinct()
+        chunked = set((await s.exec(stmt)).all())
+    return [p for p in paths if p not in chunked]
+
+
+async def replace_chunks(
+    db: Database, repo_id: int, repo: str, root: Path, paths: Sequence[str], removed: Sequence[str]
+) -> int:
+    """Re-chunk `paths`, drop the chunks of `removed`; returns how many chunks were written."""
+    from sqlmodel import col, delete
+
+    from core.store.models import CodeChunk
+
+    written = 0
+    for start in range(0, len(removed), 500):
+        async with db.session() as s:
+            await s.exec(
+                delete(CodeChunk).where(
+                    col(CodeChunk.repo_id) == repo_id,
+                    col(CodeChunk.path).in_(removed[start : start + 500]),
+                )
+            )
+    for start in range(0, len(paths), BATCH):
+        batch = await asyncio.to_thread(_chunk_batch, repo, root, paths[start : start + BATCH])
+        async with db.session() as s:
+            await s.exec(
+                delete(CodeChunk).where(
+                    col(CodeChunk.repo_id) == repo_id,
+                    col(CodeChunk.path).in_([rel for rel, _ in batch]),
+                )
+            )
+            for _rel, chunks in batch:
+                for c in chunks:
+                    s.add(
+                        CodeChunk(
+                            repo_id=repo_id,
+                            path=c.path,
+                            language=c.language,
+                            symbol=c.symbol,
+                            kind=c.kind,
+                            start_line=c.start_line,
+                            end_line=c.end_line,
+                            text=c.text,
+                        )
+                    )
+                    written += 1
+    return written
+
+
+async def chunk_counts(db: Database) -> dict[int, int]:
+    """Chunks per repository id."""
+    from sqlmodel import col, func, select
+
+    from core.store.models import CodeChunk
+
+    async with db.session() as s:
+        stmt = select(CodeChunk.repo_id, func.count()).group_by(col(CodeChunk.repo_id))
+        return {repo_id: n for repo_id, n in (await s.exec(stmt)).all()}
