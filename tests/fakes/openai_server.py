@@ -9,6 +9,11 @@ Tests script what the "model" answers, in order:
 Each POST /v1/chat/completions takes the next scripted item (or a default answer when the
 script is empty) and records the request body in `fake.requests`.
 
+POST /v1/embeddings answers deterministic vectors (`fake_embedding(text, dimension)`, unit
+length, `fake.embedding_dimension` wide unless the request sends `dimensions`), records the
+request body in `fake.embedding_requests` (not in `fake.requests`), and sends the queued
+`fake.embedding_error(...)` responses first.
+
 A test that cannot know the order of requests in advance (compaction inserts summarization
 calls) may set `fake.responder`: a function of the request body that returns the response
 (built with `answer`, `tool_use` or `failure`), or None to fall back to the script.
@@ -16,7 +21,10 @@ calls) may set `fake.responder`: a function of the request body that returns the
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import struct
 import threading
 import time
 import uuid
@@ -71,6 +79,19 @@ def failure(
     )
 
 
+def fake_embedding(text: str, dimension: int) -> list[float]:
+    """The fake server's vector for `text`: deterministic, unit length."""
+    raw = b""
+    counter = 0
+    while len(raw) < 4 * dimension:
+        raw += hashlib.sha256(f"{counter}:{text}".encode()).digest()
+        counter += 1
+    ints = struct.unpack(f"<{dimension}I", raw[: 4 * dimension])
+    values = [v / 2**32 - 0.5 for v in ints]
+    norm = math.sqrt(sum(v * v for v in values)) or 1.0
+    return [v / norm for v in values]
+
+
 # The request body -> the response to send, or None for "take the next scripted item".
 Responder = Callable[[dict[str, Any]], Scripted | None]
 
@@ -94,6 +115,9 @@ class FakeOpenAI:
         self._cond = threading.Condition()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.embedding_requests: list[dict[str, Any]] = []
+        self.embedding_dimension = 8
+        self._embedding_errors: deque[Scripted] = deque()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> FakeOpenAI:
@@ -110,6 +134,10 @@ class FakeOpenAI:
                     body = json.loads(raw or b"{}")
                 except json.JSONDecodeError:
                     body = {"_raw": raw.decode("utf-8", "replace")}
+                if self.path.rstrip("/") == "/v1/embeddings":
+                    embedded = fake._embeddings(body)
+                    self._send(embedded.status, embedded.body, embedded.headers)
+                    return
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     self._send(404, {"error": {"message": "not found"}}, {})
                     return
@@ -197,6 +225,37 @@ class FakeOpenAI:
     ) -> None:
         """Send `body` as is (a str verbatim), e.g. a malformed completion or an HTML page."""
         self._push(Scripted(status=status, body={"raw": body}, content_type=content_type))
+
+    def embedding_error(
+        self, status: int, message: str = "error", *, headers: dict[str, str] | None = None
+    ) -> None:
+        """The next POST /v1/embeddings fails with `status`."""
+        with self._cond:
+            self._embedding_errors.append(failure(status, message, headers=headers))
+
+    def _embeddings(self, request: dict[str, Any]) -> Scripted:
+        with self._cond:
+            self.embedding_requests.append(request)
+            self._cond.notify_all()
+            if self._embedding_errors:
+                return self._embedding_errors.popleft()
+        inputs = request.get("input", [])
+        if isinstance(inputs, str):
+            inputs = [inputs]
+        dimension = int(request.get("dimensions") or self.embedding_dimension)
+        data = [
+            {"object": "embedding", "index": i, "embedding": fake_embedding(str(t), dimension)}
+            for i, t in enumerate(inputs)
+        ]
+        tokens = sum(max(1, len(str(t)) // 4) for t in inputs)
+        return Scripted(
+            body={
+                "object": "list",
+                "data": data,
+                "model": request.get("model", "fake"),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
 
     def _push(self, item: Scripted) -> None:
         with self._cond:
