@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
+from adapters.background import BackgroundWork
 from adapters.discord import delivery
 from adapters.discord.endpoints import api_base, follow_gateway, use_rest_base
 from adapters.discord.lib import discord
@@ -126,7 +126,7 @@ class DiscordAdapter:
         self._connected = False
         self._closing = False
         self._ready_changed = asyncio.Condition()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._work = BackgroundWork("Discord")
 
     def _make_client(self) -> discord.Client:
         options: dict[str, Any] = {
@@ -199,8 +199,7 @@ class DiscordAdapter:
 
     async def idle(self) -> None:
         """Wait until every answer in flight has finished."""
-        while self._tasks:
-            await asyncio.wait(list(self._tasks))
+        await self._work.idle()
 
     async def wait_ready(self, count: int = 1) -> None:
         """Wait until discord.py has fired `on_ready` `count` times (tests, health checks)."""
@@ -210,13 +209,7 @@ class DiscordAdapter:
     async def aclose(self) -> None:
         """Stop taking new work, let answers in flight finish (up to the grace), disconnect."""
         self._closing = True
-        if self._tasks:
-            log.info("waiting for %d Discord answers in flight", len(self._tasks))
-            _, pending = await asyncio.wait(list(self._tasks), timeout=self.config.shutdown_grace)
-            for task in pending:
-                task.cancel()
-            if pending:
-                await asyncio.wait(pending)
+        await self._work.drain(self.config.shutdown_grace)
         if not self.client.is_closed():
             await self.client.close()
 
@@ -318,7 +311,7 @@ class DiscordAdapter:
             return  # bots, webhooks and Threadline's own echo
         if message.type not in ANSWERABLE_TYPES:
             return  # joins, pins, thread starters and other system messages
-        self._spawn(self._answer_message(client, me, message))
+        self._work.spawn(self._answer_message(client, me, message))
 
     def on_interaction(self, interaction: discord.Interaction) -> None:
         if self._closing or interaction.type is not discord.InteractionType.application_command:
@@ -326,24 +319,13 @@ class DiscordAdapter:
         data = cast("CommandData | None", interaction.data)
         if data is None or data.get("name") != COMMAND_NAME:
             return
-        self._spawn(self._answer_command(interaction, data))
+        self._work.spawn(self._answer_command(interaction, data))
 
     def on_thread_closed(self, guild_id: int, parent_id: int, thread_id: int) -> None:
         """An archived or deleted thread: follow-ups there need a mention again."""
-        self._spawn(
+        self._work.spawn(
             self._forget_thread(str(guild_id), str(parent_id), str(thread_id)),
         )
-
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._done)
-
-    def _done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            exc = task.exception()
-            log.error("Discord work failed: %s", type(exc).__name__, exc_info=exc)
 
     # -- messages ------------------------------------------------------------------------------
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from adapters.background import BackgroundWork
 from adapters.slack import filters
 from adapters.slack.delivery import Delivery, DeliveryFailed, Target
 from adapters.slack.filters import BotIdentity
@@ -98,7 +98,7 @@ class SlackAdapter:
         self._client: AsyncWebClient | None = None
         self._bolt: AsyncApp | None = None
         self._delivery: Delivery | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._work = BackgroundWork("Slack")
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -153,18 +153,11 @@ class SlackAdapter:
 
     async def idle(self) -> None:
         """Wait until all scheduled work (answers, deliveries) has finished."""
-        while self._tasks:
-            await asyncio.wait(list(self._tasks))
+        await self._work.idle()
 
     async def aclose(self, grace: float = 30.0) -> None:
         """Let in-flight answers finish (up to `grace` seconds), then close the HTTP session."""
-        if self._tasks:
-            log.info("waiting for %d Slack answers in flight", len(self._tasks))
-            _, pending = await asyncio.wait(list(self._tasks), timeout=grace)
-            for task in pending:
-                task.cancel()
-            if pending:
-                await asyncio.wait(pending)
+        await self._work.drain(grace)
         await self._close_session()
 
     async def _close_session(self) -> None:
@@ -252,24 +245,13 @@ class SlackAdapter:
         callback: EventCallback = body  # type: ignore[assignment]
         reason = filters.skip_reason(callback["event"], self.identity)
         if reason is None:
-            self._spawn(self._answer_event(callback))
+            self._work.spawn(self._answer_event(callback))
         else:
             log.debug("ignoring a Slack event: %s", reason)
 
     async def _on_command(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()  # within Slack's 3 s, whatever the work takes
-        self._spawn(self._answer_command(body))  # type: ignore[arg-type]
-
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._done)
-
-    def _done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            exc = task.exception()
-            log.error("Slack answer failed: %s", type(exc).__name__, exc_info=exc)
+        self._work.spawn(self._answer_command(body))  # type: ignore[arg-type]
 
     # -- answering ---------------------------------------------------------------------------------
 

@@ -220,13 +220,21 @@ class Delivery:
 
     # -- files ---------------------------------------------------------------------------------
 
-    async def _upload(self, target: Target, thread_ts: str | None, attachment: Attachment) -> str:
+    async def _upload(
+        self,
+        target: Target,
+        thread_ts: str | None,
+        attachment: Attachment,
+        comment: str | None = None,
+    ) -> str:
         args: dict[str, Any] = {
             "channel": target.channel,
             "filename": attachment.filename,
             "title": attachment.filename,
             "content": attachment.data,
         }
+        if comment:
+            args["initial_comment"] = comment
         if thread_ts:
             args["thread_ts"] = thread_ts
         try:
@@ -244,21 +252,7 @@ class Delivery:
 
         log.info("Slack refused a part as too long; uploading the answer as a file")
         doc = Attachment("file", "answer.md", reply_markdown(reply).encode(), "text/markdown")
-        args: dict[str, Any] = {
-            "channel": target.channel,
-            "filename": doc.filename,
-            "title": doc.filename,
-            "content": doc.data,
-            "initial_comment": messages.ANSWER_AS_FILE,
-        }
-        if thread_ts:
-            args["thread_ts"] = thread_ts
-        try:
-            resp = await self._client.files_upload_v2(**args)
-        except SlackApiError as exc:
-            code = _error_code(exc)
-            raise DeliveryFailed(code, transient=code in TRANSIENT_ERRORS) from None
-        file_id = str((resp.get("file") or {}).get("id", ""))
+        file_id = await self._upload(target, thread_ts, doc, messages.ANSWER_AS_FILE)
         for i in parts:
             await self._events.record_post(
                 PLATFORM, target.delivery_key, i, f"{FILE_FALLBACK}{file_id}"
