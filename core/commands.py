@@ -59,6 +59,9 @@ class Command:
     summary: str
     handler: Handler
     permission: str | None = None
+    # Its results are for the asker only: adapters that must pick visibility before the answer
+    # exists (Discord defers an interaction as private or public) ask `is_personal`.
+    personal: bool = False
 
 
 class CommandRegistry:
@@ -77,6 +80,11 @@ class CommandRegistry:
 
     def __iter__(self) -> Iterator[Command]:
         return iter(self._commands.values())
+
+    def is_personal(self, text: str) -> bool:
+        parsed = parse(text)
+        command = self.get(parsed.name) if parsed else None
+        return command is not None and command.personal
 
     async def run(self, ctx: CommandContext, parsed: ParsedCommand) -> Reply:
         command = self.get(parsed.name)
@@ -134,9 +142,13 @@ async def _budget(ctx: CommandContext, _args: str) -> Reply:
 
 def builtin_commands() -> list[Command]:
     return [
-        Command("help", "/help", "what I can do and the commands you can use", _help),
+        Command(
+            "help", "/help", "what I can do and the commands you can use", _help, personal=True
+        ),
         Command("ask", "/ask QUESTION", "ask a question (same as mentioning me)", _ask, "ask"),
-        Command("budget", "/budget", "your token and voice budgets for today", _budget),
+        Command(
+            "budget", "/budget", "your token and voice budgets for today", _budget, personal=True
+        ),
     ]
 
 

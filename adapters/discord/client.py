@@ -38,7 +38,6 @@ from adapters.discord.translate import (
     RoleRef,
     command_definitions,
     command_text,
-    deferred_privately,
     is_private,
     message_text,
     render,
@@ -451,7 +450,9 @@ class DiscordAdapter:
 
     async def _answer_command(self, interaction: discord.Interaction, data: CommandData) -> None:
         text = command_text(data)
-        privately = deferred_privately(text)
+        # Discord fixes a deferred answer's visibility when it is deferred; core knows which
+        # commands are personal.
+        privately = self.core.commands.is_personal(text)
         try:  # first, inside Discord's 3 s: everything else may take longer
             await interaction.response.defer(ephemeral=privately, thinking=True)
         except (discord.HTTPException, discord.InteractionResponded) as exc:

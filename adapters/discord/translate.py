@@ -24,7 +24,7 @@ from adapters.discord.payloads import (
 )
 from adapters.text import split_markdown
 from core import messages
-from core.commands import Command, parse
+from core.commands import Command
 from core.request import Attachment, Reply, Request
 
 PLATFORM = "discord"
@@ -33,10 +33,6 @@ THREAD_NAME_LIMIT = 100
 COMMAND_NAME = "threadline"
 MAX_SUBCOMMANDS = 25  # Discord's limit of options per command
 DESCRIPTION_LIMIT = 100
-
-# Results that are only for the person who asked: app commands with these names are deferred
-# privately (Discord fixes a deferred answer's visibility when it is deferred).
-PERSONAL_COMMANDS = frozenset({"help", "budget", "memory"})
 
 # The option each known command takes; other commands get one derived from their usage line.
 _OPTION_NAMES = {
@@ -265,9 +261,3 @@ def command_text(data: CommandData) -> str:
 def _value(option: OptionValue) -> str:
     value = option.get("value")
     return "" if value is None else str(value).strip()
-
-
-def deferred_privately(text: str) -> bool:
-    """Whether an app command's answer is deferred as personal (see PERSONAL_COMMANDS)."""
-    parsed = parse(text)
-    return parsed is not None and parsed.name in PERSONAL_COMMANDS

@@ -142,5 +142,6 @@ def memory_commands(store: MemoryStore) -> list[Command]:
             "/memory list | search QUERY | delete ID",
             "see, search and delete what I remember here",
             memory,
+            personal=True,
         ),
     ]

@@ -62,3 +62,26 @@ def test_ask_requires_the_ask_permission() -> None:
     assert by_name["ask"].permission == "ask"
     assert by_name["help"].permission is None
     assert by_name["budget"].permission is None
+
+
+@pytest.mark.parametrize(
+    ("text", "personal"),
+    [
+        ("/budget", True),
+        ("/memory list", True),
+        ("/help", True),
+        ("/ask x", False),
+        ("/save y", False),
+        ("/nope", False),
+        ("free text", False),
+    ],
+)
+def test_core_says_which_commands_are_personal(text: str, personal: bool) -> None:
+    from core.commands import CommandRegistry, builtin_commands
+    from core.memory.commands import memory_commands
+    from core.memory.facts import MemoryStore
+    from core.store.engine import Database
+
+    store = MemoryStore(Database("sqlite:///unused.db"))  # never connects: no query is made
+    registry = CommandRegistry([*builtin_commands(), *memory_commands(store)])
+    assert registry.is_personal(text) is personal

@@ -13,7 +13,6 @@ from adapters.discord.translate import (
     RoleRef,
     command_definitions,
     command_text,
-    deferred_privately,
     is_private,
     message_text,
     render,
@@ -204,17 +203,3 @@ def _data(sub: str | None, value: str | None = None) -> CommandData:
 )
 def test_command_text_maps_to_the_shared_language(data: CommandData, text: str) -> None:
     assert command_text(data) == text
-
-
-@pytest.mark.parametrize(
-    ("text", "private"),
-    [
-        ("/budget", True),
-        ("/memory list", True),
-        ("/help", True),
-        ("/ask x", False),
-        ("/save y", False),
-    ],
-)
-def test_personal_commands_are_deferred_privately(text: str, private: bool) -> None:
-    assert deferred_privately(text) is private
