@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from core import messages
@@ -150,7 +150,3 @@ def builtin_commands() -> list[Command]:
             "budget", "/budget", "your token and voice budgets for today", _budget, personal=True
         ),
     ]
-
-
-def now_utc() -> datetime:
-    return datetime.now(UTC)

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from core.memory.history import is_summary, summary_messages
+from core.memory.history import SUMMARY_ACK, is_summary, summary_messages
 from core.memory.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -210,8 +210,6 @@ class Compactor:
 
 
 def _is_summary_pair_part(m: Message) -> bool:
-    from core.memory.history import SUMMARY_ACK
-
     return is_summary(m) or (m["role"] == "assistant" and m.get("content") == SUMMARY_ACK)
 
 

@@ -31,18 +31,6 @@ def is_summary(message: dict[str, Any]) -> bool:
     return message["role"] == "user" and str(message.get("content", "")).startswith(SUMMARY_PREFIX)
 
 
-def keep_recent_turns(messages: list[dict[str, Any]], max_user_turns: int) -> list[dict[str, Any]]:
-    """The last `max_user_turns` user turns, cut on a user-message boundary so that an
-    assistant message with `tool_calls` never loses its tool results."""
-    if max_user_turns <= 0:
-        return []
-    user_positions = [i for i, m in enumerate(messages) if m["role"] == "user"]
-    if len(user_positions) <= max_user_turns:
-        # Drop anything before the first user message: an orphan tail of an older cut.
-        return messages[user_positions[0] :] if user_positions else []
-    return messages[user_positions[-max_user_turns] :]
-
-
 @dataclass
 class ThreadHistory:
     """`messages` as the model will see them; `ids[i]` is the stored id of `messages[i]`

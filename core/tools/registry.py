@@ -103,12 +103,9 @@ class ToolRegistry:
         dispatcher still checks every call, since a model may name a tool it was not shown)."""
         return [t for t in self._tools.values() if session.allows(t.permission)]
 
-    def schemas(self, session: ToolSession) -> list[dict[str, Any]]:
-        return [t.schema() for t in self.visible_to(session)]
-
     async def offered(self, session: ToolSession) -> list[dict[str, Any]]:
-        """The schemas to send with a model call: `schemas`, minus tools whose availability
-        check says there is nothing for them to work on (each check runs once per call)."""
+        """The schemas to send with a model call: the permitted tools, minus those whose
+        availability check says there is nothing for them to work on (each check runs once)."""
         checked: dict[Availability, bool] = {}
         out: list[dict[str, Any]] = []
         for t in self.visible_to(session):

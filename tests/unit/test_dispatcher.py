@@ -390,10 +390,10 @@ async def test_admin_only_tool_stays_denied_when_arguments_claim_admin(h: Harnes
     assert not h.session.allows("admin")
 
 
-def test_session_is_not_part_of_any_tool_schema() -> None:
+async def test_session_is_not_part_of_any_tool_schema() -> None:
     registry = ToolRegistry(ALL_TOOLS)
     admin = make_session(roles=("admin",))
-    schemas = registry.schemas(admin)
+    schemas = await registry.offered(admin)
     assert {s["function"]["name"] for s in schemas} == {t.name for t in ALL_TOOLS}
     for s in schemas:
         params = s["function"]["parameters"]
@@ -410,15 +410,16 @@ def test_session_is_not_part_of_any_tool_schema() -> None:
     assert by_name["echo"]["description"] == "Echo the text back."
 
 
-def test_schemas_list_only_permitted_tools() -> None:
+async def test_schemas_list_only_permitted_tools() -> None:
     registry = ToolRegistry(ALL_TOOLS)
-    user_names = [s["function"]["name"] for s in registry.schemas(make_session())]
-    admin_names = [s["function"]["name"] for s in registry.schemas(make_session(roles=("admin",)))]
+    user_names = [s["function"]["name"] for s in await registry.offered(make_session())]
+    admin = make_session(roles=("admin",))
+    admin_names = [s["function"]["name"] for s in await registry.offered(admin)]
     assert "admin_only" not in user_names
     assert "echo" in user_names
     assert "admin_only" in admin_names
     nothing = make_session(policy={"defaults": {"permissions": []}})
-    assert registry.schemas(nothing) == []
+    assert await registry.offered(nothing) == []
 
 
 # -- permission ------------------------------------------------------------------------------
