@@ -16,7 +16,11 @@ from core.tools.registry import Tool
 
 if TYPE_CHECKING:
     from adapters.slack.app import SlackAdapter
+    from core.code.embeddings import Embedder
+    from core.code.indexer import Indexer
     from core.code.repos import RepoStore
+    from core.code.search import CodeSearch
+    from core.code.vectors import VectorStore
 
 
 @dataclass
@@ -27,10 +31,13 @@ class App:
     model: ChatModel | None
     metrics: Metrics | None
     repos: RepoStore
+    search: CodeSearch
+    indexer: Indexer
 
     async def aclose(self) -> None:
         if self.model is not None:
             await self.model.aclose()
+        await self.search.aclose()
         await self.db.dispose()
 
 
@@ -48,8 +55,11 @@ def build_app(
     Raises `PolicyError` when the policy file is unusable.
     """
     from core.agent import Agent
+    from core.code.answers import offline_answer
     from core.code.commands import code_commands
+    from core.code.indexer import Indexer
     from core.code.repos import RepoStore
+    from core.code.search import CodeSearch
     from core.code.tools import code_tools
     from core.commands import CommandRegistry, builtin_commands
     from core.events import EventLedger
@@ -73,12 +83,14 @@ def build_app(
     usage = UsageRecorder(db)
     memory = MemoryStore(db, clock)  # long-term memory: /save, /memory and the memory tools
     repos = RepoStore(db, settings.data_dir / "repos")  # code: /index and the code tools
+    search = CodeSearch(db, lambda: open_vector_store(settings))  # opened on first use
+    indexer = Indexer(db, search)
     if model is None:
         model = _configured_model(settings)
     agent = None
     if model is not None:
         registry = ToolRegistry(
-            [*builtin_tools(), *memory_tools(memory), *code_tools(repos), *extra_tools]
+            [*builtin_tools(), *memory_tools(memory), *code_tools(repos, search), *extra_tools]
         )
         dispatcher = Dispatcher(
             registry,
@@ -101,7 +113,7 @@ def build_app(
     core = Core(
         policy=policy,
         commands=CommandRegistry(
-            [*builtin_commands(), *memory_commands(memory), *code_commands(repos, db)]
+            [*builtin_commands(), *memory_commands(memory), *code_commands(repos, indexer)]
         ),
         quotas=quotas,
         usage=usage,
@@ -110,8 +122,46 @@ def build_app(
         limits=Limits(max_message_chars=settings.max_message_chars),
         metrics=metrics,
         clock=clock,
+        offline_answer=offline_answer(repos, search) if agent is None else None,
     )
-    return App(settings=settings, db=db, core=core, model=model, metrics=metrics, repos=repos)
+    return App(
+        settings=settings,
+        db=db,
+        core=core,
+        model=model,
+        metrics=metrics,
+        repos=repos,
+        search=search,
+        indexer=indexer,
+    )
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    from core.code.embeddings import LocalMiniLM, OpenAIEmbedder
+
+    if settings.embeddings_provider == "openai":
+        assert settings.embeddings_model and settings.embeddings_dimension  # checked by Settings
+        key = settings.embeddings_api_key
+        return OpenAIEmbedder(
+            model=settings.embeddings_model,
+            dimension=settings.embeddings_dimension,
+            base_url=settings.embeddings_url,
+            api_key=key.get_secret_value() if key else None,
+        )
+    return LocalMiniLM()
+
+
+def open_vector_store(settings: Settings) -> VectorStore:
+    """Qdrant: the server at QDRANT_URL, else embedded under DATA_DIR/qdrant."""
+    from core.code.vectors import VectorStore
+
+    embedder = build_embedder(settings)
+    if settings.qdrant_url:
+        key = settings.qdrant_api_key
+        return VectorStore.server(
+            settings.qdrant_url, embedder, api_key=key.get_secret_value() if key else None
+        )
+    return VectorStore.local(settings.data_dir / "qdrant", embedder)
 
 
 def slack_http_configured(settings: Settings) -> bool:

@@ -62,6 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     repos = sub.add_parser("repos", help="list code repositories")
     repos.add_argument("--json", action="store_true", help="print the list as JSON")
+
+    search = sub.add_parser("search", help="hybrid semantic + keyword search over indexed code")
+    search.add_argument("query", metavar="QUERY")
+    search.add_argument("--repo", help="only this repository")
+    search.add_argument("--k", type=int, default=10, help="how many results (1-30, default 10)")
+    search.add_argument("--json", action="store_true", help="print results as JSON")
     return parser
 
 
@@ -72,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return EXIT_CONFIG
-    interactive = args.command in ("ask", "chat", "index", "repos") or (
+    interactive = args.command in ("ask", "chat", "index", "repos", "search") or (
         args.command == "run" and not _long_running("run", settings)
     )
     quiet = interactive and not args.verbose
@@ -122,6 +128,10 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             from bot.code_cli import repos_command
 
             return await repos_command(app, args.json)
+        if args.command == "search":
+            from bot.code_cli import search_command
+
+            return await search_command(app, args.query, args.repo, args.k, args.json)
         if args.command == "run":
             return await _run(app)
         if args.command == "serve":
@@ -196,7 +206,20 @@ async def _run(app: App) -> int:
     """Everything configured: Slack over Socket Mode with an app token, Slack over HTTP with a
     bot token and signing secret (as `serve`, on 127.0.0.1:$PORT), and the Discord gateway
     client with DISCORD_TOKEN (beside Slack when both are set); with no chat tokens, the
-    console."""
+    console. On the first run the demo repository is indexed in the background (bot/demo.py).
+    """
+    from bot.demo import should_index_demo, start_demo
+
+    demo = start_demo(app) if await should_index_demo(app) else None
+    try:
+        return await _run_adapters(app)
+    finally:
+        if demo is not None and not demo.done():
+            demo.cancel()
+            await asyncio.gather(demo, return_exceptions=True)
+
+
+async def _run_adapters(app: App) -> int:
     from adapters.console.translate import ConsoleIdentity
     from bot.app import slack_http_configured
 

@@ -1,4 +1,4 @@
-"""`threadline index` and `threadline repos`: registering, indexing and listing repositories.
+"""`threadline index`, `repos` and `search`: registering, indexing, listing and searching code.
 
 Operator commands: they act for whoever runs the process, so no policy applies (the policy's
 `repos` key decides what chat conversations may read). Progress goes to stderr, results to
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from bot.app import App
     from core.store.models import Repo
 
-EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 async def index_command(app: App, source: str, name: str | None) -> int:
@@ -23,8 +23,8 @@ async def index_command(app: App, source: str, name: str | None) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from core.code import messages
+    from core.code.indexer import Stage
     from core.code.repos import RepoError
-    from core.code.walk import index_repo
 
     err = Console(stderr=True)
     try:
@@ -39,13 +39,57 @@ async def index_command(app: App, source: str, name: str | None) -> int:
         console=err,
         transient=True,
     ) as bar:
-        task = bar.add_task(f"indexing {repo.name}", total=None)
+        tasks = {
+            "files": bar.add_task(f"{repo.name}: files", total=None),
+            "vectors": bar.add_task(f"{repo.name}: embedding", total=None, visible=False),
+        }
 
-        def progress(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
+        def progress(stage: Stage, done: int, total: int) -> None:
+            bar.update(tasks[stage], completed=done, total=total, visible=True)
 
-        result = await index_repo(app.db, repo, progress=progress)
-    print(messages.index_done(repo.name, result.summary()).replace("`", ""))
+        report = await app.indexer.index(repo, progress=progress)
+    text = messages.index_done(repo.name, report.summary(), report.vectors_error)
+    print(text.replace("`", ""))
+    return EXIT_OK
+
+
+async def search_command(app: App, query: str, repo: str | None, k: int, as_json: bool) -> int:
+    """`threadline search`: the operator's view of hybrid search over every repository."""
+    from core.code.search import MAX_TOP_K
+    from core.code.vectors import VectorStoreError
+
+    if not query.strip():
+        print("search: the query is empty", file=sys.stderr)
+        return EXIT_USAGE
+    if not 1 <= k <= MAX_TOP_K:
+        print(f"search: --k must be between 1 and {MAX_TOP_K}", file=sys.stderr)
+        return EXIT_USAGE
+    names = [r.name for r in await app.repos.all()]
+    if repo is not None:
+        if repo not in names:
+            known = ", ".join(names) or "none"
+            print(f"search: no repository named {repo!r} (known: {known})", file=sys.stderr)
+            return EXIT_FAILED
+        names = [repo]
+    try:
+        results = await app.search.search(query, names, k=k)
+    except VectorStoreError as exc:
+        print(f"search: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    if as_json:
+        print(json.dumps({"results": [r.as_json() for r in results]}, ensure_ascii=False))
+        return EXIT_OK
+    if not names:
+        print("No repositories yet: threadline index PATH_OR_GIT_URL")
+        return EXIT_OK
+    if not results:
+        print("No results.")
+        return EXIT_OK
+    for i, r in enumerate(results, 1):
+        print(f"{i}. {r.repo}:{r.path}:{r.start_line}-{r.end_line}  {r.kind} {r.symbol}")
+        print(f"   score {r.score:.4f}")
+        for line in r.snippet.splitlines()[:6]:
+            print(f"   | {line}")
     return EXIT_OK
 
 

@@ -186,6 +186,20 @@ class Settings(BaseSettings):
     llm_max_tokens_param: MaxTokensParam = "max_tokens"
     providers: dict[str, ProviderSettings] = {}
 
+    # Code search. "local": all-MiniLM-L6-v2 on the CPU (offline, the default); "openai": an
+    # OpenAI-compatible /embeddings endpoint (EMBEDDINGS_URL, EMBEDDINGS_MODEL,
+    # EMBEDDINGS_DIMENSION, EMBEDDINGS_API_KEY). Changing it re-embeds into a new collection.
+    embeddings_provider: Literal["local", "openai"] = "local"
+    embeddings_url: str | None = None
+    embeddings_api_key: SecretStr | None = None
+    embeddings_model: str | None = None
+    embeddings_dimension: int | None = Field(None, ge=8, le=8192)
+    # Empty: embedded Qdrant under DATA_DIR/qdrant (one process). A URL: a Qdrant server.
+    qdrant_url: str | None = None
+    qdrant_api_key: SecretStr | None = None
+    # Index Threadline's own source as the demo repository `threadline` on the first `run`.
+    demo_index: bool = Field(True, validation_alias=_alias("THREADLINE_DEMO_INDEX", "demo_index"))
+
     slack_bot_token: SecretStr | None = None
     slack_signing_secret: SecretStr | None = None
     slack_app_token: SecretStr | None = None
@@ -220,13 +234,22 @@ class Settings(BaseSettings):
             TomlConfigSettingsSource(settings_cls, toml_file=config_file()),
         )
 
-    @field_validator("llm_base_url", "slack_api_url", "discord_api_url", mode="before")
+    @field_validator(
+        "llm_base_url",
+        "slack_api_url",
+        "discord_api_url",
+        "embeddings_url",
+        "qdrant_url",
+        mode="before",
+    )
     @classmethod
     def _url(cls, value: object, info: Any) -> str | None:
         return clean_url(value, info.field_name.upper())
 
     @field_validator(
         "llm_api_key",
+        "embeddings_api_key",
+        "qdrant_api_key",
         "slack_bot_token",
         "slack_signing_secret",
         "slack_app_token",
@@ -272,6 +295,23 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _check_llm(self) -> Settings:
         self.llm()  # resolve once so that a broken LLM setup fails at start-up
+        return self
+
+    @model_validator(mode="after")
+    def _check_embeddings(self) -> Settings:
+        if self.embeddings_provider != "openai":
+            return self
+        missing = [
+            name
+            for name, value in (
+                ("EMBEDDINGS_URL", self.embeddings_url),
+                ("EMBEDDINGS_MODEL", self.embeddings_model),
+                ("EMBEDDINGS_DIMENSION", self.embeddings_dimension),
+            )
+            if not value
+        ]
+        if missing:
+            raise ValueError(f"EMBEDDINGS_PROVIDER=openai needs {', '.join(missing)}")
         return self
 
     @model_validator(mode="after")

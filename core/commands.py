@@ -47,6 +47,8 @@ class CommandContext:
     model_configured: bool
     ask: Callable[[str], Awaitable[Reply]]
     now: datetime
+    # Short status lines for the thread while a long command runs (None: nobody listens).
+    progress: Callable[[str], Awaitable[None]] | None = None
 
 
 Handler = Callable[[CommandContext, str], Awaitable[Reply]]

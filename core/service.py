@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -46,7 +46,10 @@ class Core:
         limits: Limits = Limits(),
         metrics: Metrics | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        offline_answer: Callable[[ToolSession, str], Awaitable[Reply | None]] | None = None,
     ) -> None:
+        """`offline_answer` answers free text when no model is configured (code search hits);
+        returning None falls back to the plain "no model" reply."""
         from core.ordering import KeyedLocks
 
         self.policy = policy
@@ -59,6 +62,7 @@ class Core:
         self._metrics = metrics
         self._clock = clock
         self._threads = KeyedLocks()
+        self._offline_answer = offline_answer
 
     @property
     def model_configured(self) -> bool:
@@ -103,6 +107,10 @@ class Core:
     async def _ask(self, session: ToolSession, text: str, progress: Progress | None) -> Reply:
         session.require("ask")
         if self.agent is None:
+            if self._offline_answer is not None:
+                reply = await self._offline_answer(session, text)
+                if reply is not None:
+                    return reply
             return Reply(messages.NO_MODEL, ok=False)
         async with self._threads.hold(session.conversation):
             return await self.agent.answer(session, text, progress)
@@ -121,4 +129,5 @@ class Core:
             model_configured=self.model_configured,
             ask=ask,
             now=self._clock(),
+            progress=progress,
         )

@@ -29,6 +29,7 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[No
     empty.write_text("")
     monkeypatch.setenv("THREADLINE_CONFIG", str(empty))
     monkeypatch.chdir(tmp_path)  # no stray .env from the checkout
+    monkeypatch.setenv("THREADLINE_DEMO_INDEX", "0")  # `run` must not index the checkout
     yield
 
 

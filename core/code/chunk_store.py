@@ -79,6 +79,7 @@ async def replace_chunks(
                             start_line=c.start_line,
                             end_line=c.end_line,
                             text=c.text,
+                            context=c.embed_text.removesuffix(c.text),
                         )
                     )
                     written += 1

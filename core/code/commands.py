@@ -1,24 +1,59 @@
 """`/index NAME`: re-index a registered repository from chat (needs `code.index`).
 
 The repository must be one this conversation may read (the policy's `repos` key); any other
-name gets the same "no repository" answer. A cloned repository is fetched first.
+name gets the same "no repository" answer. A cloned repository is fetched first. Progress goes
+to the thread as status lines, at most one per `PROGRESS_EVERY` seconds (adapters throttle
+their edits further).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
+from collections.abc import Awaitable, Callable
 
 from core.code import messages
+from core.code.indexer import Indexer, Stage
 from core.code.repos import RepoError, RepoStore
-from core.code.walk import index_repo
 from core.commands import Command, CommandContext
 from core.request import Reply
-from core.store.engine import Database
 
 log = logging.getLogger(__name__)
 
+PROGRESS_EVERY = 2.0
 
-def code_commands(store: RepoStore, db: Database) -> list[Command]:
+
+class _ThreadProgress:
+    """Turns the indexer's synchronous progress calls into throttled async status lines."""
+
+    def __init__(self, name: str, send: Callable[[str], Awaitable[None]] | None) -> None:
+        self._name = name
+        self._send = send
+        self._last = 0.0
+        self._pending: set[asyncio.Task[None]] = set()
+
+    def __call__(self, stage: Stage, done: int, total: int) -> None:
+        now = time.monotonic()
+        if self._send is None or (now - self._last < PROGRESS_EVERY and done < total):
+            return
+        self._last = now
+        task = asyncio.get_running_loop().create_task(
+            self._post(messages.index_progress(self._name, stage, done, total))
+        )
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _post(self, text: str) -> None:
+        assert self._send is not None
+        await self._send(text)
+
+    async def drain(self) -> None:
+        if self._pending:
+            await asyncio.gather(*self._pending, return_exceptions=True)
+
+
+def code_commands(store: RepoStore, indexer: Indexer) -> list[Command]:
     async def index(ctx: CommandContext, args: str) -> Reply:
         name = args.strip()
         if not name or len(name.split()) != 1:
@@ -27,15 +62,18 @@ def code_commands(store: RepoStore, db: Database) -> list[Command]:
         if repo is None:
             available = [r.name for r in await store.visible(ctx.session)]
             return Reply(messages.repo_not_found_reply(name, available), ok=False)
+        progress = _ThreadProgress(name, ctx.progress)
         try:
             await store.update_checkout(repo)
-            result = await index_repo(db, repo)
+            report = await indexer.index(repo, progress=progress)
         except RepoError as exc:
             return Reply(f"Re-indexing `{name}` failed: {exc}", ok=False)
         except Exception:
             log.exception("re-indexing %s failed (request %s)", name, ctx.session.request_id)
             return Reply(messages.INDEX_FAILED, ok=False)
-        return Reply(messages.index_done(name, result.summary()))
+        finally:
+            await progress.drain()
+        return Reply(messages.index_done(name, report.summary(), report.vectors_error))
 
     return [
         Command(

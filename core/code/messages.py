@@ -18,13 +18,24 @@ def repo_not_found_reply(name: str, available: list[str]) -> str:
     return text[0].upper() + text[1:] + "."
 
 
-def index_done(name: str, summary: dict[str, int]) -> str:
-    return (
+NO_SEARCH_RESULTS = "No code matched that in the repositories available here."
+
+
+def index_done(name: str, summary: dict[str, int], vectors_error: str | None = None) -> str:
+    text = (
         f"Indexed `{name}`: {summary['files']} files — {summary['added']} added, "
         f"{summary['changed']} changed, {summary['removed']} removed, "
-        f"{summary['unchanged']} unchanged; {summary.get('chunks_written', 0)} chunks written."
+        f"{summary['unchanged']} unchanged; {summary.get('chunks_written', 0)} chunks written"
     )
+    if "vectors_embedded" in summary:
+        text += f", {summary['vectors_embedded']} embedded."
+    else:
+        text += "."
+    if vectors_error:
+        text += f" Semantic search was not updated: {vectors_error}."
+    return text
 
 
-def index_progress(name: str, done: int, total: int) -> str:
-    return f"Indexing `{name}`: {done}/{total} files"
+def index_progress(name: str, stage: str, done: int, total: int) -> str:
+    what = "files scanned" if stage == "files" else "chunks embedded"
+    return f"Indexing `{name}`: {done}/{total} {what}…"

@@ -1,4 +1,5 @@
-"""The exact code tools: `grep_code`, `glob_files`, `read_file` (permission `code.read`).
+"""The code tools (permission `code.read`): the exact `grep_code`, `glob_files`, `read_file`,
+and `search_code`, hybrid semantic search for vague questions.
 
 Every tool reaches repositories through `RepoStore.visible` / `RepoStore.find`, so the policy's
 `repos` key filters everything, and a repository the session may not read answers exactly like
@@ -32,6 +33,7 @@ from core.tools.context import ToolContext
 from core.tools.registry import Tool, ToolArgs, tool
 
 if TYPE_CHECKING:
+    from core.code.search import CodeResult, CodeSearch
     from core.store.models import Repo
 
 MAX_GREP_RESULTS = 200
@@ -250,6 +252,12 @@ class GlobArgs(ToolArgs):
     repo: str | None = Field(None, max_length=64, description="Default: all repositories.")
 
 
+class SearchArgs(ToolArgs):
+    query: str = Field(min_length=1, max_length=500, description="What the code does, in words.")
+    repo: str | None = Field(None, max_length=64, description="Default: all repositories.")
+    top_k: int = Field(5, ge=1, le=30)
+
+
 class ReadArgs(ToolArgs):
     repo: str = Field(min_length=1, max_length=64)
     path: str = Field(min_length=1, max_length=500, description="Relative to the repo root.")
@@ -260,7 +268,7 @@ class ReadArgs(ToolArgs):
 # -- the tools -------------------------------------------------------------------------------
 
 
-def code_tools(store: RepoStore) -> list[Tool]:
+def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]:
     @tool(name="grep_code", permission="code.read", timeout=GREP_TIMEOUT + 10)
     async def grep_code(ctx: ToolContext, args: GrepArgs) -> str:
         """Regex search (ripgrep) in the team's code repositories: use it first for exact
@@ -302,11 +310,40 @@ def code_tools(store: RepoStore) -> list[Tool]:
         (repo,) = await _repos(store, ctx, args.repo)
         return await asyncio.to_thread(_read, repo, args)
 
+    @tool(name="search_code", permission="code.read", timeout=60)
+    async def search_code(ctx: ToolContext, args: SearchArgs) -> str:
+        """Semantic + keyword search over the indexed code: use it when the question is vague
+        ("where do we retry webhooks?") or exact search found nothing. Returns the best
+        chunks (repo, path, lines, symbol, snippet); read_file shows more."""
+        from core.code.vectors import VectorStoreError
+
+        repos = await _repos(store, ctx, args.repo)
+        assert search is not None
+        try:
+            results = await search.search(args.query, [r.name for r in repos], k=args.top_k)
+        except VectorStoreError as exc:
+            raise ToolError(f"{exc}; use grep_code instead") from None
+        return format_search(results, args.query)
+
     async def any_repo(session: ToolSession) -> bool:
         return bool(await store.visible(session))
 
+    tools = [grep_code, glob_files, read_file] + ([search_code] if search is not None else [])
     # Offered to the model only where some repository is readable: no schema tokens otherwise.
-    return [replace(t, available=any_repo) for t in (grep_code, glob_files, read_file)]
+    return [replace(t, available=any_repo) for t in tools]
+
+
+def format_search(results: list[CodeResult], query: str) -> str:
+    if not results:
+        return f"No indexed code matched {query!r}."
+    parts = []
+    for i, r in enumerate(results, 1):
+        body = "\n".join(_line(line) for line in r.snippet.splitlines())
+        parts.append(
+            f"{i}. {r.repo}: {r.path}:{r.start_line}-{r.end_line} {r.kind} {r.symbol}"
+            f" (score {r.score:.3f})\n{body}"
+        )
+    return "\n\n".join(parts)
 
 
 def format_glob(repos: list[Repo], pattern: str) -> str:

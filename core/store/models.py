@@ -242,3 +242,6 @@ class CodeChunk(SQLModel, table=True):
     start_line: int
     end_line: int
     text: str = Field(sa_column=Column(Text, nullable=False))
+    # The header embedded before `text` (path, enclosing class, signature): the chunk's
+    # embedding input is `context + text`.
+    context: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))

@@ -29,7 +29,7 @@ def test_index_and_repos(cli_env: dict[str, str], tmp_path: Path) -> None:  # no
     again = run_cli(cli_env, tmp_path, "index", str(root))
     assert again.stdout.strip() == (
         f"Indexed api: {total - 1} files — 0 added, 0 changed, 1 removed, {total - 1} unchanged;"
-        " 0 chunks written."
+        " 0 chunks written, 0 embedded."
     )
 
     _work, bare = bare_repo(tmp_path)
