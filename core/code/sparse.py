@@ -13,6 +13,7 @@ the sparse vector, or the embedded mirror's identical formula. Queries weight ea
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections import Counter
 from dataclasses import dataclass
@@ -22,6 +23,10 @@ from core.memory.ranking import tokenize
 K1 = 1.2
 B = 0.75
 TYPICAL_TERMS = 120  # terms in a typical chunk: the length normalisation's pivot
+# The labels of the chunker's context header ("File: a/b.py", "Lines 1-40", "Class: X",
+# "Signature: ..."): their values are worth indexing, the label words themselves are not (every
+# chunk has "File", so they only add ties).
+_HEADER_LABEL = re.compile(r"^(?:File|Lines|Section|Class|Signature):? ", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +73,7 @@ def _sparse(weights: dict[int, float]) -> Sparse:
 
 
 def encode_document(text: str) -> Sparse:
-    counts = Counter(terms(text))
+    counts = Counter(terms(_HEADER_LABEL.sub("", text)))
     length = sum(counts.values())
     norm = K1 * (1 - B + B * length / TYPICAL_TERMS)
     weights: dict[int, float] = {}

@@ -46,7 +46,8 @@ DENSE = "dense"
 SPARSE = "sparse"
 RRF_K = 60  # the usual constant: a list's top ranks matter, but no single list dominates
 LEG_LIMIT = 60  # candidates each leg contributes to the fusion
-SYMBOL_WEIGHT = 2.0  # an identifier named in the query outweighs one semantic neighbour list
+# The exact-symbol list: a chunk named by an identifier in the query gets a third list's vote.
+SYMBOL_WEIGHT = 1.0
 UPSERT_BATCH = 256
 EMBED_BATCH = 64
 
@@ -148,12 +149,15 @@ def _hit(point_id: int, payload: dict[str, Any], score: float) -> SearchHit:
 
 
 def rrf(rankings: Sequence[tuple[Sequence[int], float]], k: int = RRF_K) -> list[tuple[int, float]]:
-    """Reciprocal rank fusion, Qdrant's formula: each list adds weight / (rank + k) (rank from
-    0), best first; ties keep first-seen order."""
+    """Reciprocal rank fusion with Qdrant's formula: a list of weight w adds
+    1 / ((rank + 1) / w + k - 1) for each entry (rank from 0), best first; ties keep
+    first-seen order. A weight scales the rank, so no list adds more than 1 / (k - 1)."""
     scores: dict[int, float] = {}
     for ids, weight in rankings:
+        if weight <= 0:
+            continue
         for rank, point_id in enumerate(ids):
-            scores[point_id] = scores.get(point_id, 0.0) + weight / (rank + k)
+            scores[point_id] = scores.get(point_id, 0.0) + 1.0 / ((rank + 1) / weight + k - 1)
     return sorted(scores.items(), key=lambda item: item[1], reverse=True)
 
 
@@ -311,6 +315,24 @@ def _qdrant_error(exc: Exception) -> VectorStoreError:
     return VectorStoreError(f"vector store: {text.splitlines()[0] if text else type(exc).__name__}")
 
 
+def _check_not_held(path: Path) -> None:
+    """Fail cleanly when another process holds the embedded store. qdrant-client would raise
+    too, but leaves its lock file open; probing the same lock first avoids that."""
+    import portalocker
+
+    lock = path / ".lock"
+    if not lock.exists():
+        return
+    with lock.open("r+b") as handle:
+        try:
+            portalocker.lock(
+                handle, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING
+            )
+        except portalocker.exceptions.LockException:
+            raise _qdrant_error(RuntimeError("already accessed by another instance")) from None
+        portalocker.unlock(handle)
+
+
 class VectorStore:
     """Chunks' vectors in Qdrant. Build with `local`, `memory` or `server`; `close` when done."""
 
@@ -332,6 +354,7 @@ class VectorStore:
         from qdrant_client import AsyncQdrantClient
 
         path.mkdir(parents=True, exist_ok=True)
+        _check_not_held(path)
         try:
             client = AsyncQdrantClient(path=str(path))
         except RuntimeError as exc:

@@ -1,0 +1,379 @@
+"""Hybrid code search end to end: real chunking, the local all-MiniLM-L6-v2 embedder, embedded
+Qdrant under the data dir, SQL on SQLite and PostgreSQL, the search_code tool through the fake
+model, offline answers, `/index` progress, and `threadline search --json` as a subprocess."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core import messages as core_messages
+from core.code.answers import HEADER
+from core.code.vectors import VectorStore, VectorStoreError
+from tests.code_repo import write
+from tests.conftest import POLICY_ALL, BotHarness
+from tests.fakes.openai_server import FakeOpenAI
+from tests.integration.test_cli import cli_env, run_cli  # noqa: F401  (fixture)
+from tests.integration.test_code import ONLY_API, roomy, tool_results
+
+MakeBot = Callable[..., BotHarness]
+INDEXERS = POLICY_ALL.replace('"ask",', '"ask", "code.index",', 1)
+
+SHOP = {
+    "billing/webhooks.py": '''
+import time
+
+
+def redeliver_failed_webhook(event, attempts=5):
+    """Send the notification to the customer's endpoint again, waiting longer each time."""
+    for attempt in range(attempts):
+        if post_event(event):
+            return True
+        time.sleep(2 ** attempt)
+    return False
+''',
+    "billing/invoices.py": '''
+def render_invoice_pdf(order, template):
+    """Produce the printable document a customer downloads for an order."""
+    html = template.render(order=order, lines=order.lines, total=order.total)
+    return html_to_pdf(html)
+''',
+    "auth/passwords.py": '''
+import hashlib
+import hmac
+
+
+def check_password(stored_hash: str, salt: bytes, attempt: str) -> bool:
+    """Compare what the user typed with the stored credential, in constant time."""
+    digest = hashlib.pbkdf2_hmac("sha256", attempt.encode(), salt, 200_000).hex()
+    return hmac.compare_digest(digest, stored_hash)
+''',
+    "catalog/search.ts": """
+export function rankProducts(products: Product[], text: string): Product[] {
+  // order the catalogue by how well each item's title matches what the shopper typed
+  return products
+    .map((p) => ({ p, score: similarity(p.title, text) }))
+    .sort((a, b) => b.score - a.score)
+    .map((x) => x.p);
+}
+""",
+    "ops/backup.go": """package ops
+
+// SnapshotDatabase copies the primary database to object storage every night.
+func SnapshotDatabase(db *DB, bucket string) error {
+	dump, err := db.Dump()
+	if err != nil {
+		return err
+	}
+	return upload(bucket, dump)
+}
+""",
+    "README.md": "# Shop\n\nAn online shop: billing, auth, catalog and ops.\n",
+}
+
+PARAPHRASES = [
+    ("where do we try sending a webhook again after it failed?", "redeliver_failed_webhook"),
+    ("how is a user's login secret verified?", "check_password"),
+    ("code that makes the invoice document", "render_invoice_pdf"),
+    ("nightly db dump upload", "SnapshotDatabase"),
+    ("sort catalogue items by relevance to the shopper's query", "rankProducts"),
+]
+
+
+def make_shop(base: Path, name: str = "shop") -> Path:
+    root = base / name
+    for rel, text in SHOP.items():
+        write(root, rel, text)
+    return root
+
+
+async def indexed_bot(
+    make_bot: MakeBot,
+    tmp_path: Path,
+    *,
+    names: tuple[str, ...] = ("shop",),
+    **settings: Any,
+) -> BotHarness:
+    bot = make_bot(**settings)
+    for name in names:
+        repo = await bot.app.repos.register(str(make_shop(tmp_path / "src", name)), name)
+        report = await bot.app.indexer.index(repo)
+        assert report.vectors_error is None, report.vectors_error
+    return bot
+
+
+async def chunk_ids(bot: BotHarness, repo: str) -> set[int]:
+    from sqlmodel import col, select
+
+    from core.store.models import CodeChunk, Repo
+
+    async with bot.app.db.session() as s:
+        stmt = select(CodeChunk.id).join(Repo).where(col(Repo.name) == repo)
+        return {int(i) for i in (await s.exec(stmt)).all()}
+
+
+# -- retrieval -----------------------------------------------------------------------------------
+
+
+async def test_hybrid_search_finds_functions_by_paraphrase(
+    make_bot: MakeBot, tmp_path: Path, database_url: str
+) -> None:
+    bot = await indexed_bot(make_bot, tmp_path, database_url=database_url)
+    for question, symbol in PARAPHRASES:
+        results = await bot.app.search.search(question, ["shop"], k=3)
+        assert results, question
+        assert symbol in results[0].symbol, (question, [r.symbol for r in results])
+    top = (await bot.app.search.search(PARAPHRASES[0][0], ["shop"], k=1))[0]
+    assert (top.repo, top.path, top.kind) == ("shop", "billing/webhooks.py", "function")
+    assert (top.start_line, top.end_line) == (5, 11)
+    assert top.snippet.startswith("def redeliver_failed_webhook(event, attempts=5):")
+
+
+async def test_vectors_follow_modified_deleted_and_renamed_files(
+    make_bot: MakeBot, tmp_path: Path, database_url: str, write_policy: Callable[[str], Path]
+) -> None:
+    bot = await indexed_bot(
+        make_bot, tmp_path, database_url=database_url, policy_file=write_policy(INDEXERS)
+    )
+    store = await bot.app.search.store()
+    assert await store.point_ids("shop") == await chunk_ids(bot, "shop")
+
+    root = tmp_path / "src" / "shop"
+    (root / "billing/webhooks.py").rename(root / "billing/hooks.py")
+    (root / "billing/invoices.py").unlink()
+    write(
+        root,
+        "auth/passwords.py",
+        "def reset_password_link(user):\n    return sign(user.email)\n",
+    )
+    reply = await bot.send("/index shop")
+    assert reply.ok, reply.text
+    assert await store.point_ids("shop") == await chunk_ids(bot, "shop")
+
+    results = await bot.app.search.search("webhook sent again after failure", ["shop"], k=10)
+    paths = {r.path for r in results}
+    assert "billing/hooks.py" in paths
+    assert not paths & {"billing/webhooks.py", "billing/invoices.py"}
+    passwords = await bot.app.search.search("check_password", ["shop"], k=10)
+    assert all("check_password" not in r.symbol for r in passwords)
+
+    # Nothing changed: nothing embedded, nothing deleted.
+    again = await bot.app.indexer.index((await bot.app.repos.all())[0])
+    assert again.vectors is not None
+    assert (again.vectors.embedded, again.vectors.deleted) == (0, 0)
+
+
+async def test_a_new_embedding_model_re_embeds_into_its_own_collection(
+    make_bot: MakeBot, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    local = await indexed_bot(make_bot, tmp_path)
+    local_store = await local.app.search.store()
+    await local.app.search.aclose()  # the embedded store is one process's (here: one app's)
+
+    remote = make_bot(
+        embeddings_provider="openai",
+        embeddings_url=fake_llm.url,
+        embeddings_model="fake-embed",
+        embeddings_dimension=8,
+    )
+    (repo,) = await remote.app.repos.all()
+    report = await remote.app.indexer.index(repo)
+    assert report.vectors is not None
+    assert report.vectors.embedded == len(await chunk_ids(remote, "shop"))
+    store = await remote.app.search.store()
+    assert store.collection != local_store.collection
+    assert store.collection == "code_fake_embed_8"
+    assert fake_llm.embedding_requests and fake_llm.embedding_requests[0]["model"] == "fake-embed"
+    assert await remote.app.search.search("password", ["shop"], k=3)
+
+
+# -- the policy ------------------------------------------------------------------------------------
+
+
+async def test_search_code_tool_only_sees_the_repos_the_policy_allows(
+    make_bot: MakeBot, fake_llm: FakeOpenAI, write_policy: Callable[[str], Path], tmp_path: Path
+) -> None:
+    bot = await indexed_bot(
+        make_bot,
+        tmp_path,
+        names=("api", "web"),
+        llm_base_url=fake_llm.url,
+        llm_model="fake-model",
+        llm_max_retries=0,
+        policy_file=write_policy(roomy(ONLY_API)),
+    )
+    results = await tool_results(
+        bot,
+        fake_llm,
+        ("search_code", {"query": "verify the user's password", "top_k": 30}),
+        ("search_code", {"query": "verify the user's password", "repo": "web"}),
+        ("search_code", {"query": "x", "top_k": 31}),
+    )
+    assert "api: auth/passwords.py:6-9 function passwords.check_password" in results[0]
+    assert "web:" not in results[0]
+    assert "there is no repository named 'web' (available here: api)" in results[1]
+    assert "top_k" in results[2]  # validated: at most 30
+
+    offered = [t["function"]["name"] for t in fake_llm.requests[0]["tools"]]
+    assert "search_code" in offered
+
+
+async def test_without_a_model_free_text_gets_search_hits_where_code_is_readable(
+    make_bot: MakeBot, write_policy: Callable[[str], Path], tmp_path: Path
+) -> None:
+    no_code = POLICY_ALL.replace('"code.read", ', "") + (
+        '\n[[rules]]\nname = "coders"\nmatch = { channel = "dev" }\ngrant = ["code.read"]\n'
+    )
+    bot = await indexed_bot(make_bot, tmp_path, policy_file=write_policy(no_code))
+    reply = await bot.send("how is a user's login secret verified?", channel="dev")
+    assert reply.ok
+    assert reply.text.startswith(HEADER)
+    assert "`shop` auth/passwords.py:6-9" in reply.text
+    assert "LLM_BASE_URL" in reply.text  # says honestly how to get real answers
+
+    elsewhere = await bot.send("how is a user's login secret verified?", channel="random")
+    assert not elsewhere.ok
+    assert elsewhere.text == core_messages.NO_MODEL
+
+
+async def test_index_command_reports_progress_in_the_thread(
+    make_bot: MakeBot, write_policy: Callable[[str], Path], tmp_path: Path
+) -> None:
+    from adapters.console.translate import ConsoleIdentity, to_request
+
+    bot = make_bot(policy_file=write_policy(INDEXERS))
+    await bot.app.repos.register(str(make_shop(tmp_path / "src")), "shop")
+    lines: list[str] = []
+
+    async def progress(text: str) -> None:
+        lines.append(text)
+
+    request = to_request("/index shop", ConsoleIdentity(user="alice", thread="t1"))
+    reply = await bot.core.handle(request, progress)
+    assert reply.ok, reply.text
+    assert reply.text.endswith(" embedded.")
+    assert any(line.startswith("Indexing `shop`:") and "files scanned" in line for line in lines)
+    assert any("chunks embedded" in line for line in lines)
+
+
+# -- failure modes -------------------------------------------------------------------------------
+
+
+async def test_a_busy_embedded_store_still_indexes_files_and_says_why(
+    make_bot: MakeBot, tmp_path: Path
+) -> None:
+    from core.code.embeddings import LocalMiniLM
+
+    holder = VectorStore.local(tmp_path / "data" / "qdrant", LocalMiniLM())
+    try:
+        bot = make_bot()
+        repo = await bot.app.repos.register(str(make_shop(tmp_path / "src")), "shop")
+        report = await bot.app.indexer.index(repo)
+        assert report.files.chunks_written > 0
+        assert report.vectors is None
+        assert report.vectors_error is not None
+        assert "open in another Threadline process" in report.vectors_error
+        assert "QDRANT_URL" in report.vectors_error
+        with pytest.raises(VectorStoreError, match="another Threadline process"):
+            await bot.app.search.search("password", ["shop"])
+    finally:
+        await holder.close()
+    # Released: the next index catches up the vectors it could not write.
+    report = await bot.app.indexer.index(repo)
+    assert report.vectors is not None and report.vectors.embedded > 0
+
+
+# -- the CLI -------------------------------------------------------------------------------------
+
+
+def test_search_json_has_the_documented_schema(
+    cli_env: dict[str, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    for name in ("shop", "other"):
+        root = make_shop(tmp_path / "src", name)
+        indexed = run_cli(cli_env, tmp_path, "index", str(root))
+        assert indexed.returncode == 0, indexed.stderr
+
+    proc = run_cli(cli_env, tmp_path, "search", "where do we try sending a webhook again", "--json")
+    assert proc.returncode == 0, proc.stderr
+    body = json.loads(proc.stdout)
+    assert list(body) == ["results"]
+    results = body["results"]
+    assert 1 <= len(results) <= 10
+    for row in results:
+        assert list(row) == [
+            "repo",
+            "path",
+            "start_line",
+            "end_line",
+            "symbol",
+            "kind",
+            "score",
+            "snippet",
+        ]
+        assert isinstance(row["repo"], str) and isinstance(row["path"], str)
+        assert not row["path"].startswith("/") and ".." not in row["path"]
+        assert isinstance(row["start_line"], int) and isinstance(row["end_line"], int)
+        assert 1 <= row["start_line"] <= row["end_line"]
+        assert isinstance(row["score"], float) and isinstance(row["snippet"], str)
+    scores = [row["score"] for row in results]
+    assert scores == sorted(scores, reverse=True)
+    assert results[0]["path"] == "billing/webhooks.py"
+    assert results[0]["symbol"].startswith("webhooks.redeliver_failed_webhook")
+
+    one = run_cli(cli_env, tmp_path, "search", "password", "--repo", "other", "--k", "2", "--json")
+    assert one.returncode == 0, one.stderr
+    rows = json.loads(one.stdout)["results"]
+    assert len(rows) == 2 and {r["repo"] for r in rows} == {"other"}
+
+    text = run_cli(cli_env, tmp_path, "search", "password", "--k", "1")
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith("1. ") and "auth/passwords.py" in text.stdout
+
+    unknown = run_cli(cli_env, tmp_path, "search", "password", "--repo", "nope")
+    assert unknown.returncode == 1
+    assert "no repository named 'nope'" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+    too_many = run_cli(cli_env, tmp_path, "search", "password", "--k", "31")
+    assert too_many.returncode == 2 and "between 1 and 30" in too_many.stderr
+
+
+def test_search_without_repositories_prints_no_results(
+    cli_env: dict[str, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    proc = run_cli(cli_env, tmp_path, "search", "anything", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"results": []}
+
+
+# -- the demo ------------------------------------------------------------------------------------
+
+
+async def test_the_demo_indexes_the_checkout_once_nothing_else_is_registered(
+    make_bot: MakeBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    import bot.demo as demo
+
+    checkout = make_shop(tmp_path / "checkout", "threadline")
+    write(checkout, "pyproject.toml", "[project]\nname = 'x'\n")
+    monkeypatch.setattr(demo, "SOURCE_ROOT", checkout)
+    harness = make_bot(demo_index=True)
+    assert await demo.should_index_demo(harness.app)
+    await demo.index_demo(harness.app)
+    err = capsys.readouterr().err
+    assert "indexing this checkout as the demo repository `threadline`" in err
+    assert "demo ready" in err
+    (repo,) = await harness.app.repos.all()
+    assert (repo.name, Path(repo.root)) == ("threadline", checkout.resolve())
+    assert await harness.app.search.search("nightly db dump", ["threadline"], k=1)
+    assert await demo.should_index_demo(harness.app)  # only the demo: refreshed each run
+
+    await harness.app.repos.register(str(make_shop(tmp_path / "src")), "shop")
+    assert not await demo.should_index_demo(harness.app)  # the operator's repos: hands off
+    assert not await demo.should_index_demo(make_bot(demo_index=False).app)
