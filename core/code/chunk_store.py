@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.code.chunking import Chunk, chunk_file
+from core.code.chunking import Chunk, chunk_file, embed_digest
 from core.store.engine import Database
 
 BATCH = 50  # files per worker-thread call and per transaction
@@ -80,6 +80,7 @@ async def replace_chunks(
                             end_line=c.end_line,
                             text=c.text,
                             context=c.embed_text.removesuffix(c.text),
+                            digest=embed_digest(c.embed_text),
                         )
                     )
                     written += 1

@@ -20,6 +20,7 @@ embed. Parsing is CPU-bound and synchronous: call it from a worker thread, not t
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import re
 from dataclasses import dataclass
@@ -103,6 +104,11 @@ class _Definition:
     classes: tuple[str, ...]  # enclosing class path (for a class: its own path)
     name: str
     params: str
+
+
+def embed_digest(embed_text: str) -> str:
+    """A chunk's content fingerprint (of what gets embedded)."""
+    return hashlib.sha1(embed_text.encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
 def chunk_file(repo: str, path: str, text: str) -> list[Chunk]:

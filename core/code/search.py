@@ -128,11 +128,14 @@ class CodeSearch:
         store = await self.store()
         async with self._sync_lock:  # two syncs of one store would embed the same chunks twice
             async with self._db.session() as s:
-                stmt = select(CodeChunk.id).where(col(CodeChunk.repo_id) == repo.id)
-                wanted = {int(i) for i in (await s.exec(stmt)).all() if i is not None}
-            have = await store.point_ids(repo.name)
-            stale = sorted(have - wanted)
-            missing = sorted(wanted - have)
+                stmt = select(CodeChunk.id, CodeChunk.digest).where(
+                    col(CodeChunk.repo_id) == repo.id
+                )
+                wanted = {int(i): d for i, d in (await s.exec(stmt)).all() if i is not None}
+            have = await store.point_digests(repo.name)
+            stale = sorted(set(have) - set(wanted))
+            # Absent, or embedded from other content under the same id (a reset database).
+            missing = sorted(i for i, digest in wanted.items() if have.get(i) != digest)
             await store.delete(stale)
             done = 0
             if progress is not None:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from core.code.chunking import embed_digest
 from core.code.embeddings import Embedder, aembed, collection_name
 from core.code.sparse import Sparse, encode_document, encode_query
 from core.memory.ranking import STOPWORDS
@@ -131,6 +132,7 @@ def payload_of(chunk: ChunkLike) -> dict[str, Any]:
         "kind": chunk.kind,
         "start_line": chunk.start_line,
         "end_line": chunk.end_line,
+        "digest": embed_digest(chunk.embed_text),
     }
 
 
@@ -187,60 +189,71 @@ class _Compiled:
 
 @dataclass(slots=True)
 class _Mirror:
-    """All points of one collection in memory, compiled into arrays when searched."""
+    """All points of one collection in memory, compiled into arrays when searched.
+
+    Writes happen on the event loop; compiling runs in a worker thread on a snapshot, and a
+    compiled form is used only while no write came after its snapshot."""
 
     points: dict[int, _Point] = field(default_factory=dict)
+    version: int = 0
     compiled: _Compiled | None = None
+    compiled_version: int = -1
 
     def put(self, point_id: int, point: _Point) -> None:
         self.points[point_id] = point
-        self.compiled = None
+        self.version += 1
 
     def drop(self, ids: Iterable[int]) -> None:
         for point_id in ids:
             self.points.pop(point_id, None)
-        self.compiled = None
+        self.version += 1
 
-    def compile(self, dimension: int) -> _Compiled:
-        if self.compiled is not None:
-            return self.compiled
-        ids = np.fromiter(self.points, dtype=np.int64, count=len(self.points))
-        points = list(self.points.values())
-        dense = (
-            np.stack([p.dense for p in points]).astype(np.float32, copy=False)
-            if points
-            else np.zeros((0, dimension), dtype=np.float32)
-        )
-        repo_codes: dict[str, int] = {}
-        repos = np.fromiter(
-            (repo_codes.setdefault(p.payload["repo"], len(repo_codes)) for p in points),
-            dtype=np.int32,
-            count=len(points),
-        )
-        # Postings in one vectorised sort: (term, doc) pairs grouped by term.
-        lengths = [len(p.sparse.indices) for p in points]
-        terms = np.fromiter(
-            (i for p in points for i in p.sparse.indices), dtype=np.int64, count=sum(lengths)
-        )
-        weights = np.fromiter(
-            (v for p in points for v in p.sparse.values), dtype=np.float32, count=sum(lengths)
-        )
-        docs = np.repeat(np.arange(len(points), dtype=np.int32), lengths)
-        order = np.argsort(terms, kind="stable")
-        terms, weights, docs = terms[order], weights[order], docs[order]
-        postings: dict[int, tuple[npt.NDArray[np.int32], F32]] = {}
-        if len(terms):
-            starts = np.flatnonzero(np.r_[True, terms[1:] != terms[:-1]])
-            ends = np.r_[starts[1:], len(terms)]
-            for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-                postings[int(terms[s])] = (docs[s:e], weights[s:e])
-        by_name: dict[str, list[int]] = {}
-        for row, p in enumerate(points):
-            by_name.setdefault(p.payload["name"], []).append(row)
-        self.compiled = _Compiled(
-            ids, dense, repos, repo_codes, [p.payload for p in points], postings, by_name
-        )
-        return self.compiled
+    def current(self) -> _Compiled | None:
+        return self.compiled if self.compiled_version == self.version else None
+
+    def snapshot(self) -> tuple[int, list[tuple[int, _Point]]]:
+        return self.version, list(self.points.items())
+
+    def keep(self, version: int, compiled: _Compiled) -> None:
+        if version > self.compiled_version:
+            self.compiled, self.compiled_version = compiled, version
+
+
+def _compile(points_by_id: list[tuple[int, _Point]], dimension: int) -> _Compiled:
+    ids = np.fromiter((i for i, _ in points_by_id), dtype=np.int64, count=len(points_by_id))
+    points = [p for _, p in points_by_id]
+    dense = (
+        np.stack([p.dense for p in points]).astype(np.float32, copy=False)
+        if points
+        else np.zeros((0, dimension), dtype=np.float32)
+    )
+    repo_codes: dict[str, int] = {}
+    repos = np.fromiter(
+        (repo_codes.setdefault(p.payload["repo"], len(repo_codes)) for p in points),
+        dtype=np.int32,
+        count=len(points),
+    )
+    # Postings in one vectorised sort: (term, doc) pairs grouped by term.
+    lengths = [len(p.sparse.indices) for p in points]
+    terms = np.fromiter(
+        (i for p in points for i in p.sparse.indices), dtype=np.int64, count=sum(lengths)
+    )
+    weights = np.fromiter(
+        (v for p in points for v in p.sparse.values), dtype=np.float32, count=sum(lengths)
+    )
+    docs = np.repeat(np.arange(len(points), dtype=np.int32), lengths)
+    order = np.argsort(terms, kind="stable")
+    terms, weights, docs = terms[order], weights[order], docs[order]
+    postings: dict[int, tuple[npt.NDArray[np.int32], F32]] = {}
+    if len(terms):
+        starts = np.flatnonzero(np.r_[True, terms[1:] != terms[:-1]])
+        ends = np.r_[starts[1:], len(terms)]
+        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+            postings[int(terms[s])] = (docs[s:e], weights[s:e])
+    by_name: dict[str, list[int]] = {}
+    for row, p in enumerate(points):
+        by_name.setdefault(p.payload["name"], []).append(row)
+    return _Compiled(ids, dense, repos, repo_codes, [p.payload for p in points], postings, by_name)
 
 
 def _top(scores: F32, allowed: npt.NDArray[np.bool_], limit: int) -> list[int]:
@@ -343,6 +356,7 @@ class VectorStore:
         self.collection = collection_name(embedder)
         self._ready = False
         self._ready_lock = asyncio.Lock()
+        self._mirror_lock = asyncio.Lock()
         self._mirror: _Mirror | None = None
         # Embedded stores search their in-memory mirror; False sends searches through Qdrant's
         # query API as on a server (the tests compare the two).
@@ -415,6 +429,12 @@ class VectorStore:
         """The embedded collection in memory, read once per process."""
         if self._mirror is not None:
             return self._mirror
+        async with self._mirror_lock:
+            if self._mirror is None:
+                self._mirror = await self._load_mirror()
+            return self._mirror
+
+    async def _load_mirror(self) -> _Mirror:
         mirror = _Mirror()
         offset: Any = None
         while True:
@@ -430,9 +450,7 @@ class VectorStore:
                     dict(r.payload or {}),
                 )
             if offset is None:
-                break
-        self._mirror = mirror
-        return mirror
+                return mirror
 
     # -- writing ---------------------------------------------------------------------------------
     async def upsert(
@@ -501,13 +519,19 @@ class VectorStore:
 
     async def point_ids(self, repo: str | None = None) -> set[int]:
         """Ids of the stored points (of one repo, or all)."""
+        return set(await self.point_digests(repo))
+
+    async def point_digests(self, repo: str | None = None) -> dict[int, str]:
+        """Stored point ids and the content digest each was embedded from."""
         await self.ensure()
         if self.embedded:
             mirror = await self._mirrored()
             return {
-                pid for pid, p in mirror.points.items() if repo is None or p.payload["repo"] == repo
+                pid: str(p.payload.get("digest", ""))
+                for pid, p in mirror.points.items()
+                if repo is None or p.payload["repo"] == repo
             }
-        ids: set[int] = set()
+        out: dict[int, str] = {}
         offset: Any = None
         while True:
             records, offset = await self._client.scroll(
@@ -515,12 +539,12 @@ class VectorStore:
                 scroll_filter=self._filter([repo]) if repo is not None else None,
                 limit=4096,
                 offset=offset,
-                with_payload=False,
+                with_payload=["digest"],
                 with_vectors=False,
             )
-            ids.update(int(r.id) for r in records)
+            out.update({int(r.id): str((r.payload or {}).get("digest", "")) for r in records})
             if offset is None:
-                return ids
+                return out
 
     # -- searching -------------------------------------------------------------------------------
     @staticmethod
@@ -553,7 +577,11 @@ class VectorStore:
         names = query_identifiers(query) if mode == "hybrid" else []
         if self.use_mirror:
             mirror = await self._mirrored()
-            compiled = await asyncio.to_thread(mirror.compile, self.embedder.dimension)
+            compiled = mirror.current()
+            if compiled is None:
+                version, points = mirror.snapshot()
+                compiled = await asyncio.to_thread(_compile, points, self.embedder.dimension)
+                mirror.keep(version, compiled)
             return _mirror_search(compiled, dense, sparse, names, repos, k, mode)
         return await self._query_api(query, dense, sparse, names, repos, k, mode)
 

@@ -18,12 +18,34 @@ if TYPE_CHECKING:
     from sqlmodel.ext.asyncio.session import AsyncSession
 
 
-_CREATE_ATTEMPTS = 5
+# SQLite runs each CREATE TABLE on its own, so a racing process can win one table per attempt:
+# allow at least one attempt per table, and then some.
+_CREATE_ATTEMPTS = 40
 _DDL_LOCK = 0x7468726561646C6E  # any constant bigint: "threadln" in ASCII
+
+
+# Tables that hold only what indexing derives from files on disk: when one of them predates a
+# column the code needs, it is dropped and recreated (the next index rebuilds it) instead of
+# failing on every query. Tables of record are never touched this way.
+DERIVED_TABLES = ("code_chunks",)
 
 
 class DatabaseURLError(ValueError):
     pass
+
+
+def _drop_outdated_derived(conn: Any) -> None:
+    from sqlalchemy import inspect
+    from sqlmodel import SQLModel
+
+    inspector = inspect(conn)
+    for name in DERIVED_TABLES:
+        if not inspector.has_table(name):
+            continue
+        have = {c["name"] for c in inspector.get_columns(name)}
+        table = SQLModel.metadata.tables[name]
+        if not {c.name for c in table.columns} <= have:
+            table.drop(conn)
 
 
 def normalize_url(url: str) -> str:
@@ -122,12 +144,14 @@ class Database:
                             await conn.execute(
                                 text("SELECT pg_advisory_xact_lock(:key)"), {"key": _DDL_LOCK}
                             )
+                        await conn.run_sync(_drop_outdated_derived)
                         await conn.run_sync(SQLModel.metadata.create_all)
                     break
                 except DBAPIError:
                     # "already exists": another process created it between check and create.
                     if attempt == _CREATE_ATTEMPTS - 1:
                         raise
+                    await asyncio.sleep(0.005 * (attempt + 1))
             self._ready = True
 
     @asynccontextmanager

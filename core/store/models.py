@@ -231,7 +231,12 @@ class CodeChunk(SQLModel, table=True):
     Rows are replaced per file whenever the file's content changes."""
 
     __tablename__ = "code_chunks"
-    __table_args__ = (Index("ix_code_chunks_repo_path", "repo_id", "path"),)
+    # AUTOINCREMENT: SQLite would otherwise hand the ids of deleted rows to new ones, and a
+    # chunk id is also its vector's id in Qdrant.
+    __table_args__ = (
+        Index("ix_code_chunks_repo_path", "repo_id", "path"),
+        {"sqlite_autoincrement": True},
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     repo_id: int = Field(foreign_key="repos.id", ondelete="CASCADE")
@@ -245,3 +250,6 @@ class CodeChunk(SQLModel, table=True):
     # The header embedded before `text` (path, enclosing class, signature): the chunk's
     # embedding input is `context + text`.
     context: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    # sha1 of what gets embedded (context + text): the vector store keeps it in the payload, so
+    # a point whose chunk changed under the same id (a reset database) is re-embedded.
+    digest: str = Field(default="", max_length=40)

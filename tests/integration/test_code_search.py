@@ -167,6 +167,33 @@ async def test_vectors_follow_modified_deleted_and_renamed_files(
     assert (again.vectors.embedded, again.vectors.deleted) == (0, 0)
 
 
+async def test_a_chunk_changed_under_the_same_id_is_re_embedded(
+    make_bot: MakeBot, tmp_path: Path
+) -> None:
+    """A reset database can hand out ids the vector store already has: the digest tells."""
+    from sqlmodel import col, select
+
+    from core.code.chunking import embed_digest
+    from core.store.models import CodeChunk
+
+    bot = await indexed_bot(make_bot, tmp_path)
+    async with bot.app.db.session() as s:
+        row = (
+            await s.exec(select(CodeChunk).where(col(CodeChunk.path) == "ops/backup.go"))
+        ).first()
+        assert row is not None
+        row.text = "func RotateTLSCertificates() {}"
+        row.symbol = "ops.RotateTLSCertificates()"
+        row.digest = embed_digest(row.context + row.text)
+        s.add(row)
+    (repo,) = await bot.app.repos.all()
+    report = await bot.app.indexer.index(repo)
+    assert report.vectors is not None
+    assert (report.vectors.embedded, report.vectors.deleted) == (1, 0)
+    top = (await bot.app.search.search("RotateTLSCertificates", ["shop"], k=1))[0]
+    assert top.symbol == "ops.RotateTLSCertificates()"
+
+
 async def test_a_new_embedding_model_re_embeds_into_its_own_collection(
     make_bot: MakeBot, tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
@@ -377,3 +404,28 @@ async def test_the_demo_indexes_the_checkout_once_nothing_else_is_registered(
     await harness.app.repos.register(str(make_shop(tmp_path / "src")), "shop")
     assert not await demo.should_index_demo(harness.app)  # the operator's repos: hands off
     assert not await demo.should_index_demo(make_bot(demo_index=False).app)
+
+
+async def test_an_outdated_chunk_table_is_rebuilt_not_fatal(tmp_path: Path) -> None:
+    """code_chunks holds derived data only: a table from before a column existed is dropped
+    and recreated (files re-chunk on the next index) instead of failing every query."""
+    import sqlite3
+
+    from core.store.engine import Database
+
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as con:
+        con.execute(
+            "CREATE TABLE code_chunks (id INTEGER PRIMARY KEY, repo_id INT, path TEXT,"
+            " language TEXT, symbol TEXT, kind TEXT, start_line INT, end_line INT, text TEXT)"
+        )
+        con.execute("INSERT INTO code_chunks VALUES (1, 1, 'a', 'py', 's', 'file', 1, 2, 'x')")
+    db = Database(f"sqlite:///{path}")
+    try:
+        await db.create_all()
+    finally:
+        await db.dispose()
+    with sqlite3.connect(path) as con:
+        columns = {row[1] for row in con.execute("PRAGMA table_info(code_chunks)")}
+        assert {"context", "digest"} <= columns
+        assert con.execute("SELECT count(*) FROM code_chunks").fetchone() == (0,)

@@ -176,6 +176,7 @@ def test_payload_has_the_filterable_fields() -> None:
         "kind",
         "start_line",
         "end_line",
+        "digest",
     }
 
 
