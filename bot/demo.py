@@ -75,8 +75,8 @@ async def index_demo(app: App) -> None:
         _say(f"demo indexed without semantic search: {report.vectors_error}")
     else:
         _say(
-            f'demo ready: {report.files.files} files. Try `threadline search "where are '
-            f'Slack requests verified?"` or ask the same here.'
+            f"demo ready: {report.files.files} files indexed. Ask about the code, e.g. "
+            '"where are Slack requests verified?"'
         )
 
 
