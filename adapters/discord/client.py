@@ -75,6 +75,7 @@ class DiscordConfig:
     identify_delay: float = 5.0  # pause before a re-identify (Discord's identify rate limit)
     connect_timeout: float = 60.0  # the first READY must arrive within this
     typing_every: float = 8.0
+    progress_every: float = 1.0  # at most one progress-note edit per interval
     shutdown_grace: float = 30.0  # seconds in-flight answers may take to finish on stop
 
     @classmethod
@@ -400,9 +401,13 @@ class DiscordAdapter:
         something is posted: the answer, or a short error line."""
         request = to_request(origin, text, thread=conversation)
         key = f"{origin.tenant}:message:{message.id}"
+        status = delivery.ProgressNote(channel=channel, every=self.config.progress_every)
         try:
             async with delivery.typing(channel, self.config.typing_every):
-                reply = await self.core.handle(request)
+                try:
+                    reply = await self.core.handle(request, status.update)
+                finally:
+                    await status.finish()
             parts = render(reply, upload_limit=self._upload_limit(message.guild))
             if reply.ephemeral and message.guild is not None:
                 await self._answer_privately(message.author, channel, key, parts)
@@ -469,7 +474,10 @@ class DiscordAdapter:
         try:
             if not await self._claim(origin.tenant, f"interaction:{interaction.id}"):
                 return
-            reply = await self.core.handle(request)
+            status = delivery.ProgressNote(
+                interaction=interaction, every=self.config.progress_every
+            )
+            reply = await self.core.handle(request, status.update)
             limit = min(self._upload_limit(interaction.guild), interaction.filesize_limit)
             await delivery.answer_interaction(
                 interaction,

@@ -1,11 +1,13 @@
 """Posting rendered replies on Discord: in a channel or thread exactly once, or as an
-interaction's deferred answer; and a typing indicator while the agent works."""
+interaction's deferred answer; a typing indicator while the agent works, and a progress note
+for long work (`/index`)."""
 
 from __future__ import annotations
 
 import asyncio
 import io
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING
@@ -21,6 +23,54 @@ log = logging.getLogger("threadline.discord")
 # Threadline never pings: not @everyone, not roles, not the people named in an answer.
 NO_PINGS = discord.AllowedMentions.none()
 TYPING_LASTS = 10.0  # seconds Discord shows "is typing…" after one trigger
+PROGRESS_EVERY = 1.0  # at most one progress edit per second (Discord rate-limits edits)
+
+
+class ProgressNote:
+    """One status line kept up to date while long work runs.
+
+    In a channel or thread it is a message of its own, deleted once the answer is ready; for an
+    interaction it is the deferred "thinking…" response, which the answer then replaces. A
+    failed update is logged and skipped: progress must never cost the answer."""
+
+    def __init__(
+        self,
+        *,
+        channel: discord.abc.Messageable | None = None,
+        interaction: discord.Interaction | None = None,
+        every: float = PROGRESS_EVERY,
+    ) -> None:
+        self._channel = channel
+        self._interaction = interaction
+        self._every = every
+        self._last = float("-inf")
+        self._message: discord.Message | None = None
+
+    async def update(self, text: str) -> None:
+        now = time.monotonic()
+        if now - self._last < self._every:
+            return
+        self._last = now
+        try:
+            if self._interaction is not None:
+                await self._interaction.edit_original_response(
+                    content=text, allowed_mentions=NO_PINGS
+                )
+            elif self._message is not None:
+                await self._message.edit(content=text, allowed_mentions=NO_PINGS)
+            elif self._channel is not None:
+                self._message = await self._channel.send(text, allowed_mentions=NO_PINGS)
+        except discord.HTTPException as exc:
+            log.warning("Discord: progress update failed (%s)", exc.status)
+
+    async def finish(self) -> None:
+        if self._message is None:
+            return
+        try:
+            await self._message.delete()
+        except discord.HTTPException as exc:
+            log.warning("Discord: could not remove the progress note (%s)", exc.status)
+        self._message = None
 
 
 def as_file(item: Outgoing) -> discord.File | None:

@@ -81,6 +81,7 @@ class Posted:
     interaction_id: str | None = None
     loading: bool = False
     deleted: bool = False
+    edits: list[str] = field(default_factory=list)  # contents after each PATCH
 
 
 @dataclass
@@ -393,7 +394,11 @@ class FakeDiscord:
         return result[0]
 
     def messages_in(self, channel_id: str) -> list[Posted]:
-        return [p for p in self.posts if p.channel_id == channel_id and p.kind == "message"]
+        return [
+            p
+            for p in self.posts
+            if p.channel_id == channel_id and p.kind == "message" and not p.deleted
+        ]
 
     def thread_of(self, message_id: str) -> Channel | None:
         return next((t for t in self.threads_opened if t["id"] == message_id), None)
@@ -478,6 +483,8 @@ class FakeDiscord:
             ("POST", r"/users/@me/channels", self._open_dm),
             ("GET", r"/channels/\d+", self._get_channel),
             ("POST", r"/channels/\d+/messages", self._create_message),
+            ("PATCH", r"/channels/\d+/messages/\d+", self._edit_message),
+            ("DELETE", r"/channels/\d+/messages/\d+", self._delete_message),
             ("POST", r"/channels/\d+/typing", self._typing),
             ("POST", r"/channels/\d+/messages/\d+/threads", self._start_thread),
             ("POST", r"/interactions/\d+/[^/]+/callback", self._callback),
@@ -570,6 +577,37 @@ class FakeDiscord:
         elif channel_id in self.dm_channels.values():
             await self.dispatch("MESSAGE_CREATE", message, dm=True)
         return json_response(200, message)
+
+    def _own_message(self, call: Call) -> Posted | None:
+        _, channel_id, _, message_id = call.path.strip("/").split("/")[:4]
+        return next(
+            (
+                p
+                for p in self.posts
+                if p.id == message_id and p.channel_id == channel_id and not p.deleted
+            ),
+            None,
+        )
+
+    async def _edit_message(self, call: Call) -> web.Response:
+        posted = self._own_message(call)
+        if posted is None:
+            return json_response(404, {"message": "Unknown Message", "code": 10008})
+        body = call.body or {}
+        if "content" in body:
+            problem = self._check_content(body, posted.files)
+            if problem is not None:
+                return problem
+            posted.content = body.get("content") or ""
+            posted.edits.append(posted.content)
+        return json_response(200, self._bot_message(posted))
+
+    async def _delete_message(self, call: Call) -> web.Response:
+        posted = self._own_message(call)
+        if posted is None:
+            return json_response(404, {"message": "Unknown Message", "code": 10008})
+        posted.deleted = True
+        return empty_response()
 
     def _check_content(
         self, body: dict[str, Any], files: list[UploadedFile]
@@ -735,6 +773,7 @@ class FakeDiscord:
         if original.loading:
             self.posts.append(original)
         original.loading, original.content, original.files = False, content, files
+        original.edits.append(content)
         return json_response(200, self._bot_message(original))
 
     async def _delete_original(self, call: Call) -> web.Response:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -606,3 +606,49 @@ async def test_a_personal_result_asked_for_in_public_goes_by_dm(
     await bot.adapter.idle()
     assert texts(fake.messages_in(blocked)) == [messages.DISCORD_CANNOT_DM]
     assert len(fake.messages_in(dm)) == 1  # nothing more went out privately
+
+
+def slow_command(app: App) -> None:
+    """`/slow`: reports progress twice, then answers (as `/index` does on a big repository)."""
+
+    async def handler(ctx: CommandContext, _args: str) -> Reply:
+        assert ctx.progress is not None
+        await ctx.progress("Indexing `api`: 10/100 files scanned…")
+        await asyncio.sleep(0.05)
+        await ctx.progress("Indexing `api`: 40/300 chunks embedded…")
+        return Reply("Indexed `api`.")
+
+    app.core.commands.add(Command("slow", "/slow", "long work with progress", handler))
+
+
+async def test_long_work_shows_a_progress_note_that_goes_away_after_the_answer(
+    start_bot: StartBot, fake_discord: FakeDiscord
+) -> None:
+    fake = fake_discord
+    bot = await start_bot(setup=slow_command)
+    bot.adapter.config = replace(bot.adapter.config, progress_every=0.0)
+
+    thread = await ask_in_channel(fake, "/slow")
+    await bot.adapter.idle()
+    assert texts(fake.messages_in(thread)) == ["Indexed `api`."]
+    [note] = [p for p in fake.posts if p.channel_id == thread and p.deleted]
+    assert note.content == "Indexing `api`: 40/300 chunks embedded…"
+    assert note.edits == ["Indexing `api`: 40/300 chunks embedded…"]
+
+
+async def test_a_slash_command_shows_progress_in_its_deferred_response(
+    start_bot: StartBot, fake_discord: FakeDiscord
+) -> None:
+    fake = fake_discord
+    bot = await start_bot(setup=slow_command)
+    bot.adapter.config = replace(bot.adapter.config, progress_every=0.0)
+
+    state = await fake.slash(fake.alice, "slow")
+    await fake.wait_for(lambda: state.original is not None and "Indexed" in state.original.content)
+    await bot.adapter.idle()
+    assert state.original is not None
+    assert state.original.edits == [
+        "Indexing `api`: 10/100 files scanned…",
+        "Indexing `api`: 40/300 chunks embedded…",
+        "Indexed `api`.",
+    ]
