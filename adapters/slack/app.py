@@ -300,7 +300,14 @@ class SlackAdapter:
         if not await self._claim(tenant, f"command:{body['trigger_id']}"):
             return
         request = to_request(body)
-        reply = await self.core.handle(request)
+        if self.core.commands.is_personal(request.text):
+            reply = await self.core.handle(request)
+        else:  # long public work (`/index`) shows a progress line in the channel meanwhile
+            progress = self._progress_line(body["channel_id"], None)
+            try:
+                reply = await self.core.handle(request, progress.update)
+            finally:
+                await progress.finish()
         # Personal results and refusals go only to the person who asked; answers are posted
         # in the channel under a line saying who asked what, and continue in that thread.
         private = reply.ephemeral or not reply.ok
@@ -327,7 +334,7 @@ class SlackAdapter:
         except DeliveryFailed:
             pass  # logged with its Slack error code by the delivery
 
-    def _progress_line(self, channel: str, thread: str) -> ProgressLine:
+    def _progress_line(self, channel: str, thread: str | None) -> ProgressLine:
         client = self._client
         assert client is not None
 

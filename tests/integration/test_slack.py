@@ -450,6 +450,34 @@ def test_long_work_shows_a_progress_line_that_is_removed_at_the_end(
     assert deleted.at > progress.at
 
 
+def test_a_long_slash_command_shows_a_progress_line_in_the_channel(
+    serve_slack: StartApp, fake_slack: FakeSlack
+) -> None:
+    """`/threadline index api` on a big repository: progress in the channel, then removed."""
+    import asyncio
+
+    async def slow(ctx: CommandContext, _args: str) -> Reply:
+        assert ctx.progress is not None
+        await ctx.progress("Indexing `api`: 10/100 files scanned…")
+        await asyncio.sleep(0.5)
+        return Reply("Indexed `api`.")
+
+    def setup(app: Any) -> None:
+        app.core.commands.add(Command("slow", "/slow", "test: long work", slow))
+
+    app = serve_slack(setup=setup, progress_after=0.0, progress_interval=0.1)
+    app.post_command(command("slow"))
+    app.idle()
+
+    progress = fake_slack.calls("chat.postMessage")[0]
+    assert progress.args["text"] == "Indexing `api`: 10/100 files scanned…"
+    assert progress.args["channel"] == "C1" and "thread_ts" not in progress.args
+    (deleted,) = fake_slack.calls("chat.delete")
+    assert deleted.at > progress.at
+    assert texts(fake_slack, "C1")[-1].endswith("\nIndexed `api`.")  # under "<@U1> used …"
+    assert "Indexing" not in " ".join(texts(fake_slack, "C1"))
+
+
 # -- tenants and policy ---------------------------------------------------------------------------
 
 
