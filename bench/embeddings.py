@@ -35,6 +35,13 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
 def code_chunks(n: int, size: int = 500) -> list[str]:
     """~`size`-character pieces of real source, cut at line ends."""
     chunks: list[str] = []
@@ -67,7 +74,15 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64, help="texts per embed() call")
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--append", type=Path)
+    parser.add_argument(
+        "--blas-threads",
+        type=int,
+        help="set OPENBLAS_NUM_THREADS before NumPy loads (default: OpenBLAS's own choice)",
+    )
     args = parser.parse_args()
+    if args.blas_threads:
+        # Must happen before the first numpy import: OpenBLAS reads it once, at load.
+        os.environ["OPENBLAS_NUM_THREADS"] = str(args.blas_threads)
 
     rss_start = rss_mb()
     t0 = time.perf_counter()
@@ -88,7 +103,7 @@ def main() -> None:
     model.embed(texts[: args.batch])  # warm-up
 
     rows = []
-    for inner in (1, 2, 4, 8, 16, 64):  # ascending: peak RSS so far = peak up to this size
+    for inner in (1, 4, 16, 64):  # ascending: peak RSS so far = peak up to this size
         model.batch_size = inner
         t0 = time.perf_counter()
         for start in range(0, len(texts), args.batch):
@@ -123,6 +138,8 @@ def main() -> None:
         load1, load5, load15 = os.getloadavg()
         cmd = ".venv/bin/python bench/embeddings.py"
         cmd += f" --chunks {args.chunks} --queries {args.queries} --append {args.append}"
+        if args.blas_threads:
+            cmd = f"{cmd} --blas-threads {args.blas_threads}"
         table = "\n".join(
             f"| {args.batch} | {inner} | {elapsed:.2f} | {rate:.1f} | {peak_so_far:.0f} |"
             for inner, elapsed, rate, peak_so_far in rows
@@ -132,7 +149,8 @@ def main() -> None:
 
 Command: `{cmd}`
 
-- cpus (nproc): {os.cpu_count()}
+- cpus (nproc): {os.cpu_count()}, cpu: {cpu_model()}
+- OPENBLAS_NUM_THREADS: {os.environ.get("OPENBLAS_NUM_THREADS", "unset")}
 - python: {platform.python_implementation()} {platform.python_version()}, numpy {np.__version__}
 - load average (1/5/15 min): {load1:.2f} / {load5:.2f} / {load15:.2f}
 
@@ -149,8 +167,9 @@ Command: `{cmd}`
 - resident memory: {rss_start:.0f} MB at start, {rss_loaded:.0f} MB after load,
   {rss_end:.0f} MB at end, peak {peak:.0f} MB
 
-NumPy forward pass (no torch), one process, BLAS threads as NumPy defaults them; texts sorted
-by length inside each call so padding stays small. One untimed warm-up call before timing.
+NumPy forward pass (no torch), one process; texts packed without padding, sorted by length
+inside each call. One untimed warm-up call before timing. The load average shows how much
+else ran on the machine: OpenBLAS threads slow down a lot when another process holds a core.
 """
         with args.append.open("a", encoding="utf-8") as fh:
             fh.write(section)

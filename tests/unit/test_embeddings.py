@@ -132,6 +132,25 @@ def test_padding_and_batching_do_not_change_vectors(minilm: LocalMiniLM) -> None
     np.testing.assert_allclose(small_batches.embed([long, short, "x"]), together, atol=1e-5)
 
 
+def test_packed_batches_match_one_text_at_a_time(minilm: LocalMiniLM) -> None:
+    """Texts of very different lengths share a packed batch without affecting each other."""
+    texts = ["x", "retry " * 300, "def f(a, b):\n    return a * b\n" * 5, "", "hello world"]
+    together = minilm.embed(texts)
+    for text, vector in zip(texts, together, strict=True):
+        np.testing.assert_allclose(minilm.embed([text])[0], vector, atol=1e-5)
+
+
+def test_concurrent_embed_calls(minilm: LocalMiniLM) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    batches = [[f"def handler_{i}(event):\n    return {i}", "webhook retry"] for i in range(6)]
+    expected = [minilm.embed(b) for b in batches]
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(minilm.embed, batches))
+    for got, want in zip(results, expected, strict=True):
+        np.testing.assert_allclose(got, want, atol=1e-6)
+
+
 def test_matches_reference_values(minilm: LocalMiniLM) -> None:
     head = minilm.embed(["This is an example sentence"])[0][:8]
     np.testing.assert_allclose(head, EXAMPLE_SENTENCE_HEAD, atol=1e-5)
