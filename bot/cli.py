@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -86,6 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return asyncio.run(_dispatch(args, settings))
     except KeyboardInterrupt:
+        return EXIT_OK
+    except BrokenPipeError:  # `threadline search ... | head`: the reader left, nothing to say
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
 
 
