@@ -57,6 +57,7 @@ def build_app(
     from core.agent import Agent
     from core.code.answers import offline_answer
     from core.code.commands import code_commands
+    from core.code.embeddings import collection_name
     from core.code.indexer import Indexer
     from core.code.repos import RepoStore
     from core.code.search import CodeSearch
@@ -83,7 +84,10 @@ def build_app(
     usage = UsageRecorder(db)
     memory = MemoryStore(db, clock)  # long-term memory: /save, /memory and the memory tools
     repos = RepoStore(db, settings.data_dir / "repos")  # code: /index and the code tools
-    search = CodeSearch(db, lambda: open_vector_store(settings))  # opened on first use
+    embedder = build_embedder(settings)  # cheap: a local model loads on first use
+    search = CodeSearch(  # the vector store opens on first use
+        db, lambda: open_vector_store(settings, embedder), collection=collection_name(embedder)
+    )
     indexer = Indexer(db, search)
     if model is None:
         model = _configured_model(settings)
@@ -151,11 +155,10 @@ def build_embedder(settings: Settings) -> Embedder:
     return LocalMiniLM()
 
 
-def open_vector_store(settings: Settings) -> VectorStore:
+def open_vector_store(settings: Settings, embedder: Embedder) -> VectorStore:
     """Qdrant: the server at QDRANT_URL, else embedded under DATA_DIR/qdrant."""
     from core.code.vectors import VectorStore
 
-    embedder = build_embedder(settings)
     if settings.qdrant_url:
         key = settings.qdrant_api_key
         return VectorStore.server(

@@ -118,9 +118,14 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     except (PolicyError, DatabaseURLError) as exc:
         print(f"Threadline cannot start: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    upkeep: asyncio.Task[None] | None = None
     try:
         if _long_running(args.command, settings) and not await _database_reachable(app):
             return EXIT_FAILED
+        if args.command in ("run", "serve", "worker"):
+            from bot.upkeep import start_upkeep
+
+            upkeep = start_upkeep(app)
         if args.command == "ask":
             return await _ask(app, args)
         if args.command == "chat":
@@ -149,6 +154,9 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             return await run_worker(app)
         raise AssertionError(args.command)
     finally:
+        if upkeep is not None:
+            upkeep.cancel()
+            await asyncio.gather(upkeep, return_exceptions=True)
         await app.aclose()
 
 

@@ -47,8 +47,13 @@ async def replace_chunks(
     """Re-chunk `paths`, drop the chunks of `removed`; returns how many chunks were written."""
     from sqlmodel import col, delete
 
-    from core.store.models import CodeChunk
+    from core.store.models import CodeChunk, VectorSync
 
+    if not paths and not removed:
+        return 0
+    # The vectors are about to fall behind: forget that they were in step, before any change.
+    async with db.session() as s:
+        await s.exec(delete(VectorSync).where(col(VectorSync.repo_id) == repo_id))
     written = 0
     for start in range(0, len(removed), 500):
         async with db.session() as s:

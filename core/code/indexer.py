@@ -59,6 +59,8 @@ class Indexer:
         result = await index_repo(self._db, repo, progress=files)
         if self._search is None:
             return IndexReport(result, vectors_error="semantic search is not configured")
+        if not (result.chunks_written or result.removed) and await self._search.in_sync(repo):
+            return IndexReport(result, SyncResult(embedded=0, deleted=0))
         try:
             synced = await self._search.sync(repo, progress=vectors)
         except VectorStoreError as exc:

@@ -85,11 +85,15 @@ def snippet(text: str) -> str:
 
 
 class CodeSearch:
-    """`open_store` builds the vector store (called once, on first use)."""
+    """`open_store` builds the vector store (called once, on first use); `collection` is the
+    name it will use (known without opening it, see `collection_name`)."""
 
-    def __init__(self, db: Database, open_store: Callable[[], VectorStore]) -> None:
+    def __init__(
+        self, db: Database, open_store: Callable[[], VectorStore], *, collection: str
+    ) -> None:
         self._db = db
         self._open_store = open_store
+        self.collection = collection
         self._store: VectorStore | None = None
         self._lock = asyncio.Lock()
         self._sync_lock = asyncio.Lock()
@@ -116,6 +120,40 @@ class CodeSearch:
             await self._store.close()
             self._store = None
 
+    async def _wanted(self, repo_id: int) -> dict[int, str]:
+        """The repository's chunk ids and digests in SQL."""
+        from sqlmodel import col, select
+
+        from core.store.models import CodeChunk
+
+        async with self._db.session() as s:
+            stmt = select(CodeChunk.id, CodeChunk.digest).where(col(CodeChunk.repo_id) == repo_id)
+            return {int(i): d for i, d in (await s.exec(stmt)).all() if i is not None}
+
+    async def in_sync(self, repo: Repo) -> bool:
+        """Whether the last sync of `repo` into this collection is still current (no chunk
+        changed since): then the store need not even be opened."""
+        from sqlmodel import col, select
+
+        from core.store.models import VectorSync
+
+        async with self._db.session() as s:
+            stmt = select(VectorSync).where(
+                col(VectorSync.repo_id) == repo.id, col(VectorSync.collection) == self.collection
+            )
+            return (await s.exec(stmt)).first() is not None
+
+    async def _mark_synced(self, repo_id: int, synced: dict[int, str]) -> None:
+        from core.store.models import VectorSync, utcnow
+
+        # Only if no chunk changed while embedding (another process may index meanwhile).
+        if await self._wanted(repo_id) != synced:
+            return
+        table = VectorSync.__table__  # type: ignore[attr-defined]
+        values = {"repo_id": repo_id, "collection": self.collection, "synced_at": utcnow()}
+        async with self._db.session() as s:
+            await s.exec(self._db.upsert(table, values, ["repo_id", "collection"], ["synced_at"]))
+
     async def sync(
         self, repo: Repo, *, progress: Callable[[int, int], None] | None = None
     ) -> SyncResult:
@@ -127,11 +165,7 @@ class CodeSearch:
         assert repo.id is not None
         store = await self.store()
         async with self._sync_lock:  # two syncs of one store would embed the same chunks twice
-            async with self._db.session() as s:
-                stmt = select(CodeChunk.id, CodeChunk.digest).where(
-                    col(CodeChunk.repo_id) == repo.id
-                )
-                wanted = {int(i): d for i, d in (await s.exec(stmt)).all() if i is not None}
+            wanted = await self._wanted(repo.id)
             have = await store.point_digests(repo.name)
             stale = sorted(set(have) - set(wanted))
             # Absent, or embedded from other content under the same id (a reset database).
@@ -163,6 +197,7 @@ class CodeSearch:
                 done += await store.upsert(items)
                 if progress is not None:
                     progress(done, len(missing))
+            await self._mark_synced(repo.id, wanted)
         return SyncResult(embedded=done, deleted=len(stale))
 
     async def search(

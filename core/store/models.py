@@ -253,3 +253,15 @@ class CodeChunk(SQLModel, table=True):
     # sha1 of what gets embedded (context + text): the vector store keeps it in the payload, so
     # a point whose chunk changed under the same id (a reset database) is re-embedded.
     digest: str = Field(default="", max_length=40)
+
+
+class VectorSync(SQLModel, table=True):
+    """A repository whose chunks the vector collection `collection` holds exactly, as of the
+    last successful sync. Any change to the repository's chunks deletes the row first, so a
+    re-index that changed nothing can skip the vector store (which another process may hold)."""
+
+    __tablename__ = "vector_syncs"
+
+    repo_id: int = Field(foreign_key="repos.id", primary_key=True, ondelete="CASCADE")
+    collection: str = Field(primary_key=True, max_length=200)
+    synced_at: datetime = Field(default_factory=utcnow, sa_column=_ts())

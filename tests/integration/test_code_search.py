@@ -171,10 +171,10 @@ async def test_a_chunk_changed_under_the_same_id_is_re_embedded(
     make_bot: MakeBot, tmp_path: Path
 ) -> None:
     """A reset database can hand out ids the vector store already has: the digest tells."""
-    from sqlmodel import col, select
+    from sqlmodel import col, delete, select
 
     from core.code.chunking import embed_digest
-    from core.store.models import CodeChunk
+    from core.store.models import CodeChunk, VectorSync
 
     bot = await indexed_bot(make_bot, tmp_path)
     async with bot.app.db.session() as s:
@@ -186,6 +186,7 @@ async def test_a_chunk_changed_under_the_same_id_is_re_embedded(
         row.symbol = "ops.RotateTLSCertificates()"
         row.digest = embed_digest(row.context + row.text)
         s.add(row)
+        await s.exec(delete(VectorSync))  # a reset database knows of no sync either
     (repo,) = await bot.app.repos.all()
     report = await bot.app.indexer.index(repo)
     assert report.vectors is not None
@@ -429,3 +430,43 @@ async def test_an_outdated_chunk_table_is_rebuilt_not_fatal(tmp_path: Path) -> N
         columns = {row[1] for row in con.execute("PRAGMA table_info(code_chunks)")}
         assert {"context", "digest"} <= columns
         assert con.execute("SELECT count(*) FROM code_chunks").fetchone() == (0,)
+
+
+async def test_an_unchanged_repository_skips_the_store_and_upkeep_catches_up_later(
+    make_bot: MakeBot, tmp_path: Path
+) -> None:
+    """`threadline index` while the bot holds the embedded store: with nothing changed it needs
+    no store at all; with changes it indexes files and chunks, and the holder's upkeep embeds
+    them once it can."""
+    from bot.upkeep import catch_up_vectors
+    from core.code.embeddings import LocalMiniLM
+
+    bot = await indexed_bot(make_bot, tmp_path)
+    (repo,) = await bot.app.repos.all()
+    assert await bot.app.search.in_sync(repo)
+    await bot.app.search.aclose()
+
+    holder = VectorStore.local(tmp_path / "data" / "qdrant", LocalMiniLM())
+    try:
+        report = await bot.app.indexer.index(repo)
+        assert report.vectors_error is None
+        assert report.vectors is not None
+        assert (report.vectors.embedded, report.vectors.deleted) == (0, 0)
+
+        write(
+            tmp_path / "src" / "shop", "billing/refunds.py", "def refund_order(order):\n    pass\n"
+        )
+        report = await bot.app.indexer.index(repo)
+        assert report.files.chunks_written == 1
+        assert report.vectors_error is not None and "another Threadline process" in (
+            report.vectors_error
+        )
+        assert not await bot.app.search.in_sync(repo)
+        assert await catch_up_vectors(bot.app) == 0  # still held: later
+    finally:
+        await holder.close()
+    assert await catch_up_vectors(bot.app) == 1
+    assert await bot.app.search.in_sync(repo)
+    top = await bot.app.search.search("refund_order", ["shop"], k=1)
+    assert top[0].path == "billing/refunds.py"
+    assert await catch_up_vectors(bot.app) == 0  # in step: nothing to do

@@ -1,0 +1,57 @@
+"""Background upkeep of long-running processes (`run`, `serve`, `worker`).
+
+Vectors catch up with chunks: `threadline index` run while this process holds the embedded
+vector store (or while a Qdrant server was down) indexes files and chunks but cannot embed
+them. Every `VECTOR_CATCH_UP_EVERY` seconds this process syncs each repository whose vectors
+are not known to be in step; where nothing changed that costs one small query per repository.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from core.code.vectors import VectorStoreError
+
+if TYPE_CHECKING:
+    from bot.app import App
+
+log = logging.getLogger(__name__)
+
+VECTOR_CATCH_UP_EVERY = 60.0
+
+
+async def catch_up_vectors(app: App) -> int:
+    """One pass: sync every repository whose vectors are behind; returns chunks embedded."""
+    embedded = 0
+    for repo in await app.repos.all():
+        if await app.search.in_sync(repo):
+            continue
+        try:
+            result = await app.search.sync(repo)
+        except VectorStoreError as exc:  # held by another process, server down: next time
+            log.debug("vectors of %s not caught up: %s", repo.name, exc)
+            return embedded
+        if result.embedded or result.deleted:
+            log.info(
+                "vectors of %s caught up: %d embedded, %d deleted",
+                repo.name,
+                result.embedded,
+                result.deleted,
+            )
+        embedded += result.embedded
+    return embedded
+
+
+async def keep_vectors_in_step(app: App, every: float = VECTOR_CATCH_UP_EVERY) -> None:
+    while True:
+        await asyncio.sleep(every)
+        try:
+            await catch_up_vectors(app)
+        except Exception:  # the loop must outlive one bad pass (database blip...)
+            log.exception("catching up vectors failed")
+
+
+def start_upkeep(app: App) -> asyncio.Task[None]:
+    return asyncio.get_running_loop().create_task(keep_vectors_in_step(app), name="upkeep")
