@@ -1,0 +1,902 @@
+"""Code search speed on a ~1,000-file repository, through Threadline's real code path.
+
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python bench/search_speed.py [--files 1000] [--queries 240]
+        [--api-queries 60] [--blas-compare] [--reuse DIR] [--append bench/RESULTS.md]
+
+Not a pytest test. Everything runs in one process, as the bot would: `build_app(settings)` with
+`load_settings(data_dir=..., demo_index=False)`, the local NumPy all-MiniLM-L6-v2 embedder and
+embedded Qdrant (local mode under DATA_DIR/qdrant).
+
+1. Corpus: the `.py` files (<= 200 KB) of `PACKAGES` as installed in this venv, copied in
+   sorted order to bench/.cache/speed/repo/<package>/...; `--files N` keeps N of them, evenly
+   spaced over that order (a quick try). Package versions are recorded.
+2. Full index: `app.repos.register(root, "speed")`, `app.indexer.index(repo, progress=cb)` into
+   a fresh bench/.cache/speed/data. Stages from the callbacks: walk+hash (start to the last
+   `files` callback), chunk+SQL (to the first `vectors` callback), vectors (embedding, sparse
+   encoding, Qdrant upsert; to the end). The embedder's `embed` and the Qdrant client's `upsert`
+   are wrapped (instance attributes, timing only) to split the vectors stage. The store is
+   opened before the index so that its (empty) open is timed on its own.
+3. Re-index with nothing changed, then after touching (mtime only) 10 files.
+4. Search latency over `--queries` deterministic queries (templates filled with words and
+   identifiers of the indexed chunks, seeded): `app.search.search(q, ["speed"], k=10)` (query
+   embedding, mirror search, fusion, SQL snippet fetch), then its parts: `embedder.embed([q])`
+   alone and `store.search(q, repos=["speed"], k=10, mode=...)` per mode. The first search after
+   indexing compiles the in-memory mirror: timed apart, then 5 untimed warm-up queries.
+5. Where the time goes: the first `--api-queries` hybrid queries through Qdrant's own query API
+   (local mode: `store.use_mirror = False`) and through the mirror, with the top-10 overlap of
+   the two; then the app is closed and a child process builds a new one on the same data dir:
+   store open (Qdrant loading its local storage), model load, first search (mirror read +
+   compile), timed apart.
+6. Memory: RSS after the full index and in the re-opened process, peak (ru_maxrss) of both.
+
+`--reuse DIR` reuses an already-indexed data dir (the default one is printed at the end): no
+corpus copy, no full index (its numbers are read back from DIR/speed-index.json); steps 3-6 run.
+`--blas-compare` ends with `embed` on a sample of the indexed chunks in two child processes, BLAS
+at its default thread count and at one thread: on a 2-core machine shared with other work the
+default collapsed to a few chunks/s (hence OPENBLAS_NUM_THREADS=1 above; the setting is
+recorded). `--append FILE` appends a dated Markdown section to FILE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import platform
+import random
+import re
+import resource
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bot.app import App, build_app  # noqa: E402
+from config.settings import DEFAULT_POLICY_FILE, load_settings  # noqa: E402
+
+CACHE = ROOT / "bench" / ".cache" / "speed"
+REPO_DIR = CACHE / "repo"
+DATA_DIR = CACHE / "data"
+MANIFEST = "speed-manifest.json"  # in the data dir: the corpus it was indexed from
+INDEX_RESULT = "speed-index.json"  # in the data dir: the full index's numbers
+REPO_NAME = "speed"
+MAX_FILE_BYTES = 200_000
+K = 10
+WARMUP = 5
+TOUCHED = 10
+SEED = 20261130
+
+# Distribution name -> import package; chosen for ~1,000 .py files and ~14k chunks.
+PACKAGES: dict[str, str] = {
+    "slack_bolt": "slack_bolt",
+    "slack_sdk": "slack_sdk",
+    "rich": "rich",
+    "pydantic": "pydantic",
+    "starlette": "starlette",
+    "httpx": "httpx",
+    "uvicorn": "uvicorn",
+    "anyio": "anyio",
+    "click": "click",
+    "h11": "h11",
+    "httpcore": "httpcore",
+    "pydantic-settings": "pydantic_settings",
+    "sqlmodel": "sqlmodel",
+    "yarl": "yarl",
+    "urllib3": "urllib3",
+    "tqdm": "tqdm",
+    "markdown-it-py": "markdown_it",
+    "pluggy": "pluggy",
+    "python-dotenv": "dotenv",
+    "idna": "idna",
+    "mdurl": "mdurl",
+    "sniffio": "sniffio",
+}
+TARGETS = {
+    "reindex_s": 2.0,  # unchanged re-index of 1,000 files
+    "p50_ms": 100.0,  # app.search.search, query embedding included
+    "p95_ms": 250.0,
+}
+
+NL_TEMPLATES = (
+    "how does {a} handle {b}",
+    "where is the {a} {b} created",
+    "function that validates the {a} {b}",
+    "what happens when the {a} times out",
+    "parse {a} from the {b}",
+    "retry {a} after a failed {b}",
+    "convert {a} to {b}",
+    "how are {a} and {b} cached",
+    "check whether {a} is allowed",
+    "close the {a} when {b} finishes",
+)
+IDENT_TEMPLATES = (
+    "{ident}",
+    "`{ident}`",
+    "where is {qualified} called",
+    "{ident}() implementation",
+    "what does {ident} return",
+)
+WORD_STOP = frozenset(
+    "self none true false args kwargs type return value values data init from with "
+    "test str int dict list bool tuple object".split()
+)
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+# -- machine --------------------------------------------------------------------------------------
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def load_avg() -> str:
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def git(*args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+def threadline_version() -> str:
+    """The commit, marked when the code this run imports has uncommitted changes."""
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    subject = git("log", "-1", "--format=%s")[:90]
+    dirty = git("status", "--porcelain", "--", "core", "bot", "config")
+    return f"{commit} ({subject})" + (" + uncommitted changes in core/bot/config" if dirty else "")
+
+
+def nproc() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 0
+
+
+# -- statistics -----------------------------------------------------------------------------------
+
+
+def pct(values: Sequence[float], p: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+def dist(values: Sequence[float]) -> dict[str, float]:
+    return {
+        "n": len(values),
+        "mean": statistics.mean(values),
+        "p50": pct(values, 50),
+        "p95": pct(values, 95),
+        "p99": pct(values, 99),
+        "max": max(values),
+    }
+
+
+async def timed_ms(call: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    result = await call()
+    return (time.perf_counter() - t0) * 1000, result
+
+
+# -- corpus ---------------------------------------------------------------------------------------
+
+
+def source_files() -> list[tuple[str, Path]]:
+    """(relative path in the corpus, installed file) for every package, in sorted order."""
+    import importlib.util
+
+    out: list[tuple[str, Path]] = []
+    for dist_name, package in PACKAGES.items():
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            raise SystemExit(f"package {package} ({dist_name}) is not installed in this venv")
+        base = Path(next(iter(spec.submodule_search_locations)))
+        for file in sorted(base.rglob("*.py")):
+            if "__pycache__" in file.parts or file.stat().st_size > MAX_FILE_BYTES:
+                continue
+            out.append((f"{package}/{file.relative_to(base).as_posix()}", file))
+    return out
+
+
+def pick(files: Sequence[tuple[str, Path]], n: int) -> list[tuple[str, Path]]:
+    """`n` files evenly spaced over the sorted list (all when n >= len)."""
+    if n >= len(files):
+        return list(files)
+    return [files[(i * len(files)) // n] for i in range(n)]
+
+
+def build_corpus(n: int) -> dict[str, Any]:
+    """Copy the corpus to REPO_DIR (replacing it); returns its manifest."""
+    chosen = pick(source_files(), n)
+    if REPO_DIR.exists():
+        shutil.rmtree(REPO_DIR)
+    total = 0
+    for rel, src in chosen:
+        dest = REPO_DIR / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dest)
+        total += dest.stat().st_size
+    per_package = Counter(rel.split("/", 1)[0] for rel, _ in chosen)
+    versions = {d: metadata.version(d) for d in PACKAGES}
+    return {
+        "files": len(chosen),
+        "bytes": total,
+        "packages": {d: [versions[d], per_package.get(p, 0)] for d, p in PACKAGES.items()},
+    }
+
+
+# -- indexing -------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class StageClock:
+    """The progress callback: first/last timestamp per stage, progress lines on stderr."""
+
+    start: float = field(default_factory=time.perf_counter)
+    first: dict[str, float] = field(default_factory=dict)
+    last: dict[str, float] = field(default_factory=dict)
+    totals: dict[str, int] = field(default_factory=dict)
+    _printed: float = 0.0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        self.first.setdefault(stage, now)
+        self.last[stage] = now
+        self.totals[stage] = total
+        if now - self._printed >= 5 or done == total:
+            self._printed = now
+            since = now - self.first[stage]
+            rate = f", {done / since:.1f}/s" if since > 0 and done else ""
+            eta = f", ETA {(total - done) / (done / since):.0f} s" if since > 0 and done else ""
+            print(f"  [{stage}] {done}/{total}{rate}{eta}", file=sys.stderr, flush=True)
+
+
+@dataclass(slots=True)
+class Meter:
+    """Seconds and calls spent in a wrapped callable."""
+
+    seconds: float = 0.0
+    calls: int = 0
+    items: int = 0
+
+
+def meter_sync(obj: Any, name: str, meter: Meter) -> None:
+    original = getattr(obj, name)
+
+    def wrapped(items: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return original(items, *args, **kwargs)
+        finally:
+            meter.seconds += time.perf_counter() - t0
+            meter.calls += 1
+            meter.items += len(items)
+
+    setattr(obj, name, wrapped)
+
+
+def meter_async(obj: Any, name: str, meter: Meter) -> None:
+    original = getattr(obj, name)
+
+    async def wrapped(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return await original(*args, **kwargs)
+        finally:
+            meter.seconds += time.perf_counter() - t0
+            meter.calls += 1
+            meter.items += len(kwargs.get("points", ()))
+
+    setattr(obj, name, wrapped)
+
+
+def unmeter(obj: Any, *names: str) -> None:
+    for name in names:
+        obj.__dict__.pop(name, None)
+
+
+def make_app(data_dir: Path) -> App:
+    settings = load_settings(
+        data_dir=data_dir,
+        policy_file=DEFAULT_POLICY_FILE,
+        demo_index=False,
+        qdrant_url=None,
+        embeddings_provider="local",
+    )
+    return build_app(settings)
+
+
+async def full_index(app: App, n_files: int) -> dict[str, Any]:
+    print(f"full index of {REPO_DIR} ({n_files} files) ...", file=sys.stderr)
+    repo = await app.repos.register(str(REPO_DIR), REPO_NAME)
+    t0 = time.perf_counter()
+    store = await app.search.store()
+    open_s = time.perf_counter() - t0
+    embed, upsert = Meter(), Meter()
+    meter_sync(store.embedder, "embed", embed)
+    meter_async(store._client, "upsert", upsert)
+    clock = StageClock()
+    report = await app.indexer.index(repo, progress=clock)
+    end = time.perf_counter()
+    unmeter(store.embedder, "embed")
+    unmeter(store._client, "upsert")
+    if report.vectors is None:
+        raise SystemExit(f"vectors were not indexed: {report.vectors_error}")
+    hashed = clock.last.get("files", clock.start)
+    vec_start = clock.first.get("vectors", end)
+    vectors_s = end - vec_start
+    return {
+        "files": report.files.files,
+        "chunks": report.files.chunks_written,
+        "embedded": report.vectors.embedded,
+        "store_open_s": open_s,
+        "total_s": end - clock.start,
+        "walk_hash_s": hashed - clock.start,
+        "chunk_sql_s": vec_start - hashed,
+        "files_stage_s": vec_start - clock.start,
+        "vectors_s": vectors_s,
+        "embed_s": embed.seconds,
+        "embed_calls": embed.calls,
+        "qdrant_upsert_s": upsert.seconds,
+        "other_vectors_s": vectors_s - embed.seconds - upsert.seconds,
+        "chunks_per_s": report.vectors.embedded / vectors_s if vectors_s else 0.0,
+        "embed_chunks_per_s": embed.items / embed.seconds if embed.seconds else 0.0,
+        "rss_after_index_mb": rss_mb(),
+        "load_after_index": load_avg(),
+    }
+
+
+def touch_files(root: Path, n: int) -> None:
+    """Move the mtime of `n` evenly spaced files one second on (content unchanged)."""
+    files = sorted(p for p in root.rglob("*.py") if p.is_file())
+    for path in files[:: max(1, len(files) // n)][:n]:
+        st = path.stat()
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+
+
+async def reindex(app: App) -> dict[str, Any]:
+    repo = await app.repos.get(REPO_NAME)
+    assert repo is not None
+    t0 = time.perf_counter()
+    report = await app.indexer.index(repo)
+    unchanged_s = time.perf_counter() - t0
+    summary = report.summary()
+    touch_files(Path(repo.root), TOUCHED)
+    t0 = time.perf_counter()
+    touched = await app.indexer.index(repo)
+    touched_s = time.perf_counter() - t0
+    return {
+        "files": summary["files"],
+        "unchanged_s": unchanged_s,
+        "unchanged_summary": summary,
+        "touched_s": touched_s,
+        "touched_summary": touched.summary(),
+    }
+
+
+# -- queries --------------------------------------------------------------------------------------
+
+
+async def corpus_vocabulary(app: App) -> tuple[list[str], list[str], list[str]]:
+    """(common words, identifiers, qualified `Class.method` names) of the indexed chunks."""
+    from sqlmodel import col, select
+
+    from core.store.models import CodeChunk, Repo
+
+    async with app.db.session() as s:
+        stmt = (
+            select(CodeChunk.symbol)
+            .join(Repo, col(Repo.id) == col(CodeChunk.repo_id))
+            .where(col(Repo.name) == REPO_NAME)
+            .order_by(col(CodeChunk.id))
+        )
+        symbols = list((await s.exec(stmt)).all())
+    words: Counter[str] = Counter()
+    idents: set[str] = set()
+    qualified: set[str] = set()
+    for symbol in symbols:
+        head = symbol.split("(", 1)[0].strip()
+        if not re.fullmatch(r"[A-Za-z_][\w.]*", head):
+            continue
+        name = head.rsplit(".", 1)[-1]
+        if "." in head and not name.startswith("_"):
+            qualified.add(".".join(head.split(".")[-2:]))
+        if name.startswith("_") or len(name) < 5:
+            continue
+        if "_" in name or _CAMEL.search(name):
+            idents.add(name)
+        for part in re.split(r"_+", name):
+            for piece in _CAMEL.split(part):
+                piece = piece.lower()
+                if len(piece) >= 4 and piece.isalpha() and piece not in WORD_STOP:
+                    words[piece] += 1
+    common = [w for w, _ in sorted(words.items(), key=lambda kv: (-kv[1], kv[0]))[:300]]
+    return common, sorted(idents), sorted(qualified)
+
+
+def make_queries(n: int, words: list[str], idents: list[str], qualified: list[str]) -> list[str]:
+    """3 natural-language queries for every 2 identifier-ish ones, seeded."""
+    rng = random.Random(SEED)
+    out: list[str] = []
+    for i in range(n):
+        if i % 5 < 3 or not idents:
+            a, b = rng.sample(words, 2)
+            out.append(rng.choice(NL_TEMPLATES).format(a=a, b=b))
+        else:
+            template = rng.choice(IDENT_TEMPLATES)
+            out.append(
+                template.format(
+                    ident=rng.choice(idents),
+                    qualified=rng.choice(qualified) if qualified else rng.choice(idents),
+                )
+            )
+    return out
+
+
+# -- searching ------------------------------------------------------------------------------------
+
+
+async def first_search(app: App, query: str) -> dict[str, Any]:
+    """Store open, model load, first search (mirror compile, or read + compile), next search."""
+    rss0 = rss_mb()
+    t0 = time.perf_counter()
+    store = await app.search.store()
+    open_s = time.perf_counter() - t0
+    rss_open = rss_mb()
+    t0 = time.perf_counter()
+    store.embedder.load()
+    model_s = time.perf_counter() - t0
+    first_ms, _ = await timed_ms(lambda: app.search.search(query, [REPO_NAME], k=K))
+    second_ms, _ = await timed_ms(lambda: app.search.search(query, [REPO_NAME], k=K))
+    return {
+        "open_s": open_s,
+        "model_s": model_s,
+        "first_ms": first_ms,
+        "second_ms": second_ms,
+        "total_s": open_s + model_s + first_ms / 1000,
+        "rss_before_mb": rss0,
+        "rss_after_open_mb": rss_open,
+        "rss_after_load_mb": rss_mb(),
+    }
+
+
+async def search_latency(app: App, queries: Sequence[str]) -> dict[str, Any]:
+    store = await app.search.store()
+    for q in queries[1 : 1 + WARMUP]:
+        await app.search.search(q, [REPO_NAME], k=K)
+    print(f"searching {len(queries)} queries ...", file=sys.stderr)
+    out: dict[str, Any] = {}
+    end_to_end, empty = [], 0
+    for q in queries:
+        ms, results = await timed_ms(lambda q=q: app.search.search(q, [REPO_NAME], k=K))
+        end_to_end.append(ms)
+        empty += not results
+    out["app_search"] = dist(end_to_end)
+    out["empty_results"] = empty
+    embed = []
+    for q in queries:
+        t0 = time.perf_counter()
+        store.embedder.embed([q])
+        embed.append((time.perf_counter() - t0) * 1000)
+    out["embed"] = dist(embed)
+    for mode in ("dense", "sparse", "hybrid"):
+        ms_list = []
+        for q in queries:
+            ms, _ = await timed_ms(
+                lambda q=q, mode=mode: store.search(q, repos=[REPO_NAME], k=K, mode=mode)
+            )
+            ms_list.append(ms)
+        out[f"store_{mode}"] = dist(ms_list)
+    return out
+
+
+def is_identifier_query(i: int) -> bool:
+    """Whether query `i` of `make_queries` came from an identifier template."""
+    return i % 5 >= 3
+
+
+async def hybrid_pass(
+    store: Any, queries: Sequence[str], use_mirror: bool
+) -> tuple[list[float], list[list[int]]]:
+    store.use_mirror = use_mirror
+    try:
+        await store.search(queries[0], repos=[REPO_NAME], k=K)  # warm-up
+        times, ids = [], []
+        for q in queries:
+            ms, hits = await timed_ms(lambda q=q: store.search(q, repos=[REPO_NAME], k=K))
+            times.append(ms)
+            ids.append([h.chunk_id for h in hits])
+    finally:
+        store.use_mirror = True
+    return times, ids
+
+
+async def mirror_vs_api(app: App, queries: Sequence[str], n: int) -> dict[str, Any]:
+    """Hybrid through the mirror and through Qdrant's query API on the first `n` queries,
+    by query style, and the two paths' top-10 overlap."""
+    store = await app.search.store()
+    picked = list(range(min(n, len(queries))))  # the first n: the same 3:2 mix of styles
+    subset = [queries[i] for i in picked]
+    ident = [is_identifier_query(i) for i in picked]
+    print(f"hybrid via mirror, then Qdrant query API ({len(subset)} queries) ...", file=sys.stderr)
+    mirror_ms, mirror_ids = await hybrid_pass(store, subset, True)
+    api_ms, api_ids = await hybrid_pass(store, subset, False)
+    pairs = list(zip(mirror_ids, api_ids, strict=True))
+    overlap = [len(set(a) & set(b)) / max(1, len(a), len(b)) for a, b in pairs]
+
+    def by_style(values: list[float], identifier: bool) -> float:
+        chosen = [v for v, s in zip(values, ident, strict=True) if s == identifier]
+        return pct(chosen, 50) if chosen else float("nan")
+
+    return {
+        "mirror": dist(mirror_ms),
+        "api": dist(api_ms),
+        "p50_style": {
+            "mirror": (by_style(mirror_ms, False), by_style(mirror_ms, True)),
+            "api": (by_style(api_ms, False), by_style(api_ms, True)),
+        },
+        "overlap": statistics.mean(overlap),
+        "identical": sum(1 for x in overlap if x == 1.0),
+        "same_top1": sum(1 for a, b in pairs if a[:1] == b[:1]),
+        "n": len(subset),
+        "n_ident": sum(ident),
+    }
+
+
+async def probe(data_dir: Path, query: str) -> dict[str, Any]:
+    """In a fresh process: a new app on the indexed data dir, its first search timed apart."""
+    app = make_app(data_dir)
+    try:
+        return await first_search(app, query)
+    finally:
+        await app.aclose()
+
+
+def reopen(data_dir: Path, query: str) -> dict[str, Any]:
+    """Run `probe` in a child process (the parent's app must be closed: one process holds an
+    embedded store), so its time and memory are those of a restart."""
+    print("re-opening the store in a new process ...", file=sys.stderr)
+    cmd = [sys.executable, __file__, "--probe", str(data_dir), "--probe-query", query]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"re-open probe failed:\n{proc.stderr}")
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+BLAS_SAMPLE = 32
+_BLAS_CHILD = """
+import sqlite3, sys, time
+sys.path.insert(0, sys.argv[1])
+from core.code.embed_local import LocalMiniLM
+db = sqlite3.connect(sys.argv[2])
+texts = [c + t for c, t in db.execute("select context, text from code_chunks order by id")]
+sample = texts[:: max(1, len(texts) // int(sys.argv[3]))][: int(sys.argv[3])]
+model = LocalMiniLM()
+model.embed(sample[:4])
+t0 = time.perf_counter()
+model.embed(sample)
+print(len(sample) / (time.perf_counter() - t0))
+"""
+
+
+def blas_env() -> str:
+    set_vars = [f"{k}={os.environ[k]}" for k in BLAS_ENV if k in os.environ]
+    return " ".join(set_vars)
+
+
+def blas_compare(data_dir: Path) -> dict[str, float]:
+    """Chunks/s of `embed` on a sample of the indexed chunks, in a child process with the BLAS
+    library's default thread count and with one thread (same machine, same moment)."""
+    out: dict[str, float] = {}
+    for label, threads in (("default", None), ("1 thread", "1")):
+        env = {k: v for k, v in os.environ.items() if k not in BLAS_ENV}
+        if threads is not None:
+            env.update(dict.fromkeys(BLAS_ENV, threads))
+        db = str(data_dir / "threadline.db")
+        cmd = [sys.executable, "-c", _BLAS_CHILD, str(ROOT), db, str(BLAS_SAMPLE)]
+        print(f"embedding sample, BLAS threads {label} ...", file=sys.stderr)
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+        out[label] = float(proc.stdout.strip().splitlines()[-1])
+    return out
+
+
+# -- report ---------------------------------------------------------------------------------------
+
+
+def ms_row(label: str, d: dict[str, float], note: str = "") -> str:
+    return (
+        f"| {label} | {d['p50']:.1f} | {d['p95']:.1f} | {d['p99']:.1f} | {d['max']:.1f} "
+        f"| {d['mean']:.1f} | {note} |"
+    )
+
+
+def verdict(value: float, target: float, unit: str = "ms") -> str:
+    return f"target < {target:g} {unit}: {'met' if value < target else '**missed**'}"
+
+
+def corpus_lines(manifest: dict[str, Any]) -> list[str]:
+    pkgs = ", ".join(f"{d} {v} ({n})" for d, (v, n) in manifest["packages"].items() if n)
+    return [
+        f"- corpus: {manifest['files']} `.py` files (<= 200 KB each), "
+        f"{manifest['bytes'] / 1e6:.1f} MB, copied from this venv's site-packages "
+        f"(files per package in brackets): {pkgs}",
+    ]
+
+
+def index_lines(ix: dict[str, Any], reused: bool) -> list[str]:
+    head = "Full index" + (" (read back from the run that built the data dir)" if reused else "")
+    return [
+        f"{head}: {ix['files']} files, {ix['chunks']} chunks, {ix['embedded']} vectors",
+        "",
+        "| stage | seconds | note |",
+        "|---|---:|---|",
+        f"| open empty store (before the index) | {ix['store_open_s']:.2f} | |",
+        f"| walk + hash + file rows | {ix['walk_hash_s']:.1f} | start to last `files` callback |",
+        f"| chunk + chunk rows | {ix['chunk_sql_s']:.1f} | to first `vectors` callback |",
+        f"| **files stage** | **{ix['files_stage_s']:.1f}** | |",
+        f"| embedding (`embed`, {ix['embed_calls']} calls) | {ix['embed_s']:.1f} "
+        f"| {ix['embed_chunks_per_s']:.1f} chunks/s inside `embed` |",
+        f"| Qdrant upsert (local mode) | {ix['qdrant_upsert_s']:.1f} | |",
+        f"| rest (sparse encode, SQL reads, mirror) | {ix['other_vectors_s']:.1f} | |",
+        f"| **vectors stage** | **{ix['vectors_s']:.1f}** "
+        f"| **{ix['chunks_per_s']:.1f} chunks/s** end to end |",
+        f"| **total index** | **{ix['total_s']:.1f}** | {ix['total_s'] / 60:.1f} min |",
+        "",
+        f"- RSS after the full index: {ix['rss_after_index_mb']:.0f} MB; "
+        f"load average then: {ix['load_after_index']}",
+    ]
+
+
+def reindex_lines(rx: dict[str, Any], files: int) -> list[str]:
+    scaled = " (target stated for 1,000 files)" if files < 900 else ""
+    t = rx["touched_summary"]
+    return [
+        f"- re-index, nothing changed: **{rx['unchanged_s']:.2f} s** for {files} files "
+        f"({verdict(rx['unchanged_s'], TARGETS['reindex_s'], 's')}{scaled}); "
+        f"summary {rx['unchanged_summary']}",
+        f"- re-index after touching {TOUCHED} files (mtime only): **{rx['touched_s']:.2f} s**; "
+        f"changed {t['changed']}, chunks written {t['chunks_written']}, "
+        f"vectors embedded {t.get('vectors_embedded', 0)}",
+    ]
+
+
+def search_lines(
+    fs: dict[str, Any], sx: dict[str, Any], mx: dict[str, Any], n: int, reused: bool
+) -> list[str]:
+    app = sx["app_search"]
+    first = (
+        f"first search in a new app on the reused data dir (store open {fs['open_s']:.2f} s, "
+        f"model load {fs['model_s']:.2f} s, then read + compile the mirror)"
+        if reused
+        else "first search after the full index, same app (compiles the mirror)"
+    )
+    return [
+        f"Search: {n} queries (3 natural-language : 2 identifier-ish, seeded templates "
+        "over the corpus' own words and identifiers), k=10, repos=['speed']; ms",
+        "",
+        "| path | p50 | p95 | p99 | max | mean | note |",
+        "|---|---:|---:|---:|---:|---:|---|",
+        ms_row(
+            "**`app.search.search` (hybrid)**",
+            app,
+            f"p50 {verdict(app['p50'], TARGETS['p50_ms'])}; "
+            f"p95 {verdict(app['p95'], TARGETS['p95_ms'])}",
+        ),
+        ms_row("query embedding alone (`embed([q])`)", sx["embed"]),
+        ms_row("`store.search` dense", sx["store_dense"]),
+        ms_row("`store.search` sparse", sx["store_sparse"], "no query embedding"),
+        ms_row("`store.search` hybrid", sx["store_hybrid"]),
+        ms_row(
+            f"hybrid via mirror ({mx['n']}-query subset)",
+            mx["mirror"],
+            "p50 NL / identifier: {:.1f} / {:.1f}".format(*mx["p50_style"]["mirror"]),
+        ),
+        ms_row(
+            f"hybrid via Qdrant query API, local mode ({mx['n']}-query subset)",
+            mx["api"],
+            "`use_mirror = False`; p50 NL / identifier: {:.1f} / {:.1f}".format(
+                *mx["p50_style"]["api"]
+            ),
+        ),
+        "",
+        f"- {first}: {fs['first_ms']:.0f} ms; the same query again: {fs['second_ms']:.0f} ms; "
+        f"then {WARMUP} untimed warm-up queries",
+        f"- queries with no result: {sx['empty_results']}",
+        f"- Qdrant query API subset: the first {mx['n']} queries ({mx['n_ident']} "
+        "identifier-ish), each path warmed up by one query first",
+        f"- mirror vs Qdrant query API: mean top-10 overlap {mx['overlap']:.3f}, identical "
+        f"top-10 sets {mx['identical']}/{mx['n']}, same top-1 {mx['same_top1']}/{mx['n']}; "
+        f"Qdrant API p50 is {mx['api']['p50'] / mx['mirror']['p50']:.0f}x the mirror's",
+    ]
+
+
+def reopen_lines(ro: dict[str, Any], peak: float) -> list[str]:
+    return [
+        "Re-open from disk (the app closed, a new process builds a new app on the same data "
+        "dir, as after a restart):",
+        "",
+        f"- store open (imports, Qdrant loads its local storage): {ro['open_s']:.2f} s; model "
+        f"load {ro['model_s']:.2f} s; first search (mirror read from Qdrant + compile + search) "
+        f"{ro['first_ms'] / 1000:.2f} s; **total {ro['total_s']:.2f} s**; the next search "
+        f"{ro['second_ms']:.0f} ms",
+        f"- RSS of that process: {ro['rss_before_mb']:.0f} MB with the app built, "
+        f"{ro['rss_after_open_mb']:.0f} MB after store open, **{ro['rss_after_load_mb']:.0f} MB "
+        f"after load** (store + model + mirror, one search done), peak "
+        f"{ro['peak_mb']:.0f} MB",
+        f"- peak RSS of the benchmark process (ru_maxrss; full index, searches, both search "
+        f"paths): **{peak:.0f} MB**",
+    ]
+
+
+def blas_lines(bx: dict[str, float], load: str) -> list[str]:
+    return [
+        f"BLAS threads check ({BLAS_SAMPLE} sampled chunks, `LocalMiniLM.embed`, a child "
+        f"process each, load average {load}): library default "
+        f"{bx['default']:.1f} chunks/s, one thread {bx['1 thread']:.1f} chunks/s",
+    ]
+
+
+def markdown(facts: dict[str, str], sections: list[list[str]], wall_s: float) -> str:
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    body = "\n\n".join("\n".join(s) for s in sections)
+    invocation = shlex.join([".venv/bin/python", "bench/search_speed.py", *sys.argv[1:]])
+    if blas_env():
+        invocation = f"{blas_env()} {invocation}"
+    fact_lines = "\n".join(f"- {k}: {v}" for k, v in facts.items())
+    return (
+        f"## Code search speed — {stamp}\n\n"
+        f"Command: `{invocation}`\n\n"
+        f"{fact_lines}\n"
+        f"- wall time of the benchmark: {wall_s / 60:.1f} min\n\n"
+        f"{body}\n\n"
+        "In-process calls (`build_app`, `app.indexer.index`, `app.search.search`): local NumPy "
+        "all-MiniLM-L6-v2, embedded Qdrant (local mode) on disk under the data dir, SQLite. "
+        "Latencies are wall-clock per call on a 2-core machine that other work may be sharing "
+        "(see the load averages): numbers are reported as measured. Method: the docstring of "
+        "bench/search_speed.py.\n"
+    )
+
+
+def append_section(path: Path, text: str) -> None:
+    existing = path.read_text(encoding="utf-8") if path.exists() else ""
+    sep = "" if not existing or existing.endswith("\n\n") else "\n"
+    with path.open("a", encoding="utf-8") as out:
+        out.write(sep + text)
+
+
+# -- main -----------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=1000, help="corpus size (files)")
+    parser.add_argument("--queries", type=int, default=240, help="search queries (>= 200)")
+    parser.add_argument(
+        "--api-queries", type=int, default=60, help="subset for the Qdrant query API comparison"
+    )
+    parser.add_argument(
+        "--blas-compare", action="store_true", help="embed a sample with default vs 1 BLAS thread"
+    )
+    parser.add_argument("--reuse", type=Path, metavar="DIR", help="an already-indexed data dir")
+    parser.add_argument("--append", type=Path, metavar="FILE", help="append results (Markdown)")
+    parser.add_argument("--probe", type=Path, help=argparse.SUPPRESS)  # the re-open child
+    parser.add_argument("--probe-query", default="", help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+async def prepare(args: argparse.Namespace) -> tuple[App, dict[str, Any], dict[str, Any], bool]:
+    """(app on the indexed data dir, corpus manifest, full-index numbers, reused?)."""
+    if args.reuse is not None:
+        data_dir = args.reuse.resolve()
+        manifest = json.loads((data_dir / MANIFEST).read_text())
+        ix = json.loads((data_dir / INDEX_RESULT).read_text())
+        return make_app(data_dir), manifest, ix, True
+    if DATA_DIR.exists():
+        shutil.rmtree(DATA_DIR)
+    DATA_DIR.mkdir(parents=True)
+    manifest = build_corpus(args.files)
+    (DATA_DIR / MANIFEST).write_text(json.dumps(manifest, indent=1))
+    app = make_app(DATA_DIR)
+    try:
+        ix = await full_index(app, manifest["files"])
+    except BaseException:
+        await app.aclose()
+        raise
+    (DATA_DIR / INDEX_RESULT).write_text(json.dumps(ix, indent=1))
+    return app, manifest, ix, False
+
+
+async def measure(app: App, queries: Sequence[str], api_queries: int) -> dict[str, Any]:
+    fs = await first_search(app, queries[0])
+    rx = await reindex(app)
+    sx = await search_latency(app, queries)
+    mx = await mirror_vs_api(app, queries, api_queries)
+    return {"fs": fs, "rx": rx, "sx": sx, "mx": mx}
+
+
+async def run(args: argparse.Namespace) -> int:
+    wall0 = time.perf_counter()
+    facts = {
+        "threadline": threadline_version(),
+        "cpus (nproc)": str(nproc()),
+        "cpu": cpu_model(),
+        "python": f"{platform.python_implementation()} {platform.python_version()}, "
+        f"numpy {metadata.version('numpy')}, qdrant-client {metadata.version('qdrant-client')}",
+        "BLAS threads": blas_env() or "library default (no OPENBLAS/OMP/MKL_NUM_THREADS set)",
+        "load average at start (1/5/15 min)": load_avg(),
+    }
+    app, manifest, ix, reused = await prepare(args)
+    data_dir = app.settings.data_dir.resolve()
+    try:
+        queries = make_queries(args.queries, *await corpus_vocabulary(app))
+        m = await measure(app, queries, args.api_queries)
+    finally:
+        await app.aclose()
+    ro = reopen(data_dir, queries[0])
+    bx = blas_compare(data_dir) if args.blas_compare else None
+    facts["load average at end (1/5/15 min)"] = load_avg()
+    sections = [
+        corpus_lines(manifest),
+        index_lines(ix, reused),
+        reindex_lines(m["rx"], manifest["files"]),
+        search_lines(m["fs"], m["sx"], m["mx"], len(queries), reused),
+        reopen_lines(ro, peak_rss_mb()),
+    ]
+    if bx is not None:
+        sections.append(blas_lines(bx, facts["load average at end (1/5/15 min)"]))
+    text = markdown(facts, sections, time.perf_counter() - wall0)
+    print(text)
+    print(f"data dir (for --reuse): {data_dir}", file=sys.stderr)
+    if args.append:
+        append_section(args.append, text)
+        print(f"appended to {args.append}", file=sys.stderr)
+    return 0
+
+
+async def run_probe(data_dir: Path, query: str) -> int:
+    result = await probe(data_dir, query)
+    result["peak_mb"] = peak_rss_mb()
+    print(json.dumps(result))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.probe is not None:
+        return asyncio.run(run_probe(args.probe, args.probe_query))
+    return asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
