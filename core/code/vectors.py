@@ -20,6 +20,7 @@ paths rank alike.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -38,6 +39,8 @@ from core.memory.ranking import STOPWORDS
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient
     from qdrant_client.http import models as qm
+
+log = logging.getLogger(__name__)
 
 F32 = npt.NDArray[np.float32]
 Mode = Literal["hybrid", "dense", "sparse"]
@@ -346,6 +349,27 @@ def _check_not_held(path: Path) -> None:
         portalocker.unlock(handle)
 
 
+def _tune_local_storage(client: AsyncQdrantClient, collection: str) -> bool:
+    """Embedded Qdrant persists every point in its own SQLite commit, and with SQLite's defaults
+    each commit waits for the disk (measured: 0.9 ms a point idle, ~10 ms on a busy disk; 0.14 ms
+    in WAL mode with synchronous=NORMAL). WAL + NORMAL survives a crash of the process and may
+    lose only the last commits on power loss, which the next sync repairs (the vectors are
+    derived from SQL). This reaches into qdrant-client's local mode (not public API): when its
+    shape changes nothing is tuned, and `tests/unit/test_search_parts.py` notices."""
+    import sqlite3
+
+    local = getattr(client, "_client", None)
+    collections = getattr(local, "collections", None)
+    persistence = getattr(collections.get(collection), "storage", None) if collections else None
+    conn = getattr(persistence, "storage", None)
+    if not isinstance(conn, sqlite3.Connection):
+        log.debug("embedded Qdrant storage not tuned: unknown qdrant-client internals")
+        return False
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    return True
+
+
 class VectorStore:
     """Chunks' vectors in Qdrant. Build with `local`, `memory` or `server`; `close` when done."""
 
@@ -423,6 +447,8 @@ class VectorStore:
                             )
             except Exception as exc:
                 raise _qdrant_error(exc) from exc
+            if self.embedded:
+                _tune_local_storage(self._client, self.collection)
             self._ready = True
 
     async def _mirrored(self) -> _Mirror:

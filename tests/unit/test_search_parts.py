@@ -6,6 +6,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -252,3 +253,27 @@ async def test_vectors_must_match_the_items(store: VectorStore) -> None:
     items = corpus()[:2]
     with pytest.raises(ValueError, match="2 items but 1 vectors"):
         await store.upsert(items, np.zeros((1, 64), dtype=np.float32))
+
+
+def journal_mode(root: Path) -> str:
+    import sqlite3
+
+    (storage,) = root.glob("collection/*/storage.sqlite")
+    with sqlite3.connect(storage) as con:
+        return str(con.execute("PRAGMA journal_mode").fetchone()[0])
+
+
+async def test_embedded_storage_commits_in_wal_mode(tmp_path: Path) -> None:
+    """Each point is its own SQLite commit in embedded Qdrant: WAL keeps that cheap. (This
+    reaches into qdrant-client's local mode; a change there shows up here.)"""
+    store = VectorStore.local(tmp_path, BagOfWords())
+    try:
+        await store.upsert(corpus()[:3])
+    finally:
+        await store.close()
+    assert journal_mode(tmp_path) == "wal"
+    reopened = VectorStore.local(tmp_path, BagOfWords())
+    try:
+        assert await reopened.point_ids() == {1, 2, 3}
+    finally:
+        await reopened.close()
