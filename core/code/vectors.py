@@ -321,14 +321,16 @@ def _encode_documents(texts: Sequence[str]) -> list[Sparse]:
 
 
 # -- the store ------------------------------------------------------------------------------------
-def _qdrant_error(exc: Exception) -> VectorStoreError:
+def _qdrant_error(exc: Exception, *, server: bool = False) -> VectorStoreError:
     text = str(exc)
     if "already accessed by another instance" in text:
         return VectorStoreError(
             "the embedded vector store is open in another Threadline process; stop it, or run "
             "a Qdrant server and set QDRANT_URL so several processes can share it"
         )
-    return VectorStoreError(f"vector store: {text.splitlines()[0] if text else type(exc).__name__}")
+    first = text.splitlines()[0] if text else type(exc).__name__
+    where = "the Qdrant server at QDRANT_URL" if server else "the embedded vector store"
+    return VectorStoreError(f"{where} failed: {first}")
 
 
 def _check_not_held(path: Path) -> None:
@@ -414,6 +416,9 @@ class VectorStore:
         client = AsyncQdrantClient(url=url, api_key=api_key, timeout=int(timeout))
         return cls(client, embedder, embedded=False)
 
+    def _error(self, exc: Exception) -> VectorStoreError:
+        return _qdrant_error(exc, server=not self.embedded)
+
     async def close(self) -> None:
         await self._client.close()
 
@@ -446,7 +451,7 @@ class VectorStore:
                                 self.collection, name, qm.PayloadSchemaType.KEYWORD
                             )
             except Exception as exc:
-                raise _qdrant_error(exc) from exc
+                raise self._error(exc) from exc
             if self.embedded:
                 _tune_local_storage(self._client, self.collection)
             self._ready = True
@@ -523,7 +528,7 @@ class VectorStore:
             try:
                 await self._client.upsert(self.collection, points=points, wait=True)
             except Exception as exc:
-                raise _qdrant_error(exc) from exc
+                raise self._error(exc) from exc
             done += len(batch)
             if progress is not None:
                 progress(done, len(items))
@@ -537,9 +542,12 @@ class VectorStore:
         await self.ensure()
         for start in range(0, len(ids), UPSERT_BATCH * 4):
             part = list(ids[start : start + UPSERT_BATCH * 4])
-            await self._client.delete(
-                self.collection, points_selector=qm.PointIdsList(points=part), wait=True
-            )
+            try:
+                await self._client.delete(
+                    self.collection, points_selector=qm.PointIdsList(points=part), wait=True
+                )
+            except Exception as exc:
+                raise self._error(exc) from exc
         if self._mirror is not None:
             self._mirror.drop(ids)
 
@@ -560,14 +568,17 @@ class VectorStore:
         out: dict[int, str] = {}
         offset: Any = None
         while True:
-            records, offset = await self._client.scroll(
-                self.collection,
-                scroll_filter=self._filter([repo]) if repo is not None else None,
-                limit=4096,
-                offset=offset,
-                with_payload=["digest"],
-                with_vectors=False,
-            )
+            try:
+                records, offset = await self._client.scroll(
+                    self.collection,
+                    scroll_filter=self._filter([repo]) if repo is not None else None,
+                    limit=4096,
+                    offset=offset,
+                    with_payload=["digest"],
+                    with_vectors=False,
+                )
+            except Exception as exc:
+                raise self._error(exc) from exc
             out.update({int(r.id): str((r.payload or {}).get("digest", "")) for r in records})
             if offset is None:
                 return out
@@ -668,5 +679,5 @@ class VectorStore:
                     with_payload=True,
                 )
         except Exception as exc:
-            raise _qdrant_error(exc) from exc
+            raise self._error(exc) from exc
         return [_hit(int(p.id), p.payload or {}, p.score) for p in response.points]

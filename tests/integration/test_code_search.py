@@ -17,7 +17,7 @@ from core.code.vectors import VectorStore, VectorStoreError
 from tests.code_repo import write
 from tests.conftest import POLICY_ALL, BotHarness
 from tests.fakes.openai_server import FakeOpenAI
-from tests.integration.test_cli import cli_env, run_cli  # noqa: F401  (fixture)
+from tests.integration.test_cli import cli_env, free_port, run_cli  # noqa: F401  (fixture)
 from tests.integration.test_code import ONLY_API, roomy, tool_results
 
 MakeBot = Callable[..., BotHarness]
@@ -470,3 +470,21 @@ async def test_an_unchanged_repository_skips_the_store_and_upkeep_catches_up_lat
     top = await bot.app.search.search("refund_order", ["shop"], k=1)
     assert top[0].path == "billing/refunds.py"
     assert await catch_up_vectors(bot.app) == 0  # in step: nothing to do
+
+
+def test_an_unreachable_qdrant_server_is_named_and_files_still_index(
+    cli_env: dict[str, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    env = {**cli_env, "QDRANT_URL": f"http://127.0.0.1:{free_port()}"}  # nothing listens
+    indexed = run_cli(env, tmp_path, "index", str(make_shop(tmp_path / "src")))
+    assert indexed.returncode == 0, indexed.stderr
+    assert "chunks written" in indexed.stdout
+    assert "Semantic search was not updated: the Qdrant server at QDRANT_URL failed" in (
+        indexed.stdout
+    )
+
+    searched = run_cli(env, tmp_path, "search", "password")
+    assert searched.returncode == 1
+    assert "the Qdrant server at QDRANT_URL failed" in searched.stderr
+    assert "Traceback" not in searched.stderr + indexed.stderr
