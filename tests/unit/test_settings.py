@@ -405,3 +405,26 @@ def test_an_upper_case_scheme_is_accepted_and_normalised(monkeypatch: pytest.Mon
     resolved = load_settings().llm()
     assert resolved is not None
     assert resolved.base_url == "http://127.0.0.1:11434/v1"
+
+
+def test_code_search_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = load_settings()
+    assert settings.embeddings_provider == "local" and settings.qdrant_url is None
+
+    monkeypatch.setenv("EMBEDDINGS_PROVIDER", "openai")
+    msg = settings_error()
+    assert "EMBEDDINGS_PROVIDER=openai needs EMBEDDINGS_URL, EMBEDDINGS_MODEL" in msg
+    monkeypatch.setenv("EMBEDDINGS_URL", "http://127.0.0.1:11434/v1/")
+    monkeypatch.setenv("EMBEDDINGS_MODEL", "nomic-embed-text")
+    monkeypatch.setenv("EMBEDDINGS_DIMENSION", "768")
+    monkeypatch.setenv("QDRANT_URL", " http://127.0.0.1:6333/ ")
+    settings = load_settings()
+    assert settings.embeddings_url == "http://127.0.0.1:11434/v1"
+    assert settings.qdrant_url == "http://127.0.0.1:6333"
+
+    monkeypatch.setenv("EMBEDDINGS_PROVIDER", "fasttext")
+    assert "embeddings_provider" in settings_error().lower()
+    monkeypatch.setenv("EMBEDDINGS_PROVIDER", "local")
+    monkeypatch.setenv("QDRANT_API_KEY", "key with space")
+    msg = settings_error()
+    assert "QDRANT_API_KEY" in msg and "key with space" not in msg
