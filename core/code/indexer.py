@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 from core.code.search import CodeSearch, SyncResult
 from core.code.vectors import VectorStoreError
 from core.code.walk import IndexResult, index_repo
+from core.ordering import KeyedLocks
 
 if TYPE_CHECKING:
     from core.store.engine import Database
@@ -46,8 +47,15 @@ class Indexer:
     def __init__(self, db: Database, search: CodeSearch | None) -> None:
         self._db = db
         self._search = search
+        # One index of a repository at a time in this process: two overlapping runs would both
+        # re-chunk the same changed files. (Across processes, run indexes one after another.)
+        self._running = KeyedLocks()
 
     async def index(self, repo: Repo, *, progress: StageProgress | None = None) -> IndexReport:
+        async with self._running.hold(repo.id):
+            return await self._index(repo, progress)
+
+    async def _index(self, repo: Repo, progress: StageProgress | None) -> IndexReport:
         def files(done: int, total: int) -> None:
             if progress is not None:
                 progress("files", done, total)

@@ -488,3 +488,18 @@ def test_an_unreachable_qdrant_server_is_named_and_files_still_index(
     assert searched.returncode == 1
     assert "the Qdrant server at QDRANT_URL failed" in searched.stderr
     assert "Traceback" not in searched.stderr + indexed.stderr
+
+
+async def test_overlapping_indexes_of_one_repository_run_one_after_another(
+    make_bot: MakeBot, tmp_path: Path
+) -> None:
+    import asyncio
+
+    bot = make_bot()
+    repo = await bot.app.repos.register(str(make_shop(tmp_path / "src")), "shop")
+    first, second = await asyncio.gather(bot.app.indexer.index(repo), bot.app.indexer.index(repo))
+    assert first.files.chunks_written > 0
+    assert second.files.chunks_written == 0 and second.files.unchanged == len(SHOP)
+    ids = await chunk_ids(bot, "shop")
+    assert len(ids) == first.files.chunks_written
+    assert await (await bot.app.search.store()).point_ids("shop") == ids
