@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from core.code.chunking import Chunk, chunk_file, embed_digest
 from core.store.engine import Database
 
 BATCH = 50  # files per worker-thread call and per transaction
+_CHUNK_LOCK_SPACE = 0x74636B  # "tck": the advisory-lock key space of chunk writes
 
 
 def _chunk_batch(repo: str, root: Path, paths: Sequence[str]) -> list[tuple[str, list[Chunk]]]:
@@ -39,6 +41,21 @@ async def paths_without_chunks(db: Database, repo_id: int, paths: Sequence[str])
         stmt = select(CodeChunk.path).where(col(CodeChunk.repo_id) == repo_id).distinct()
         chunked = set((await s.exec(stmt)).all())
     return [p for p in paths if p not in chunked]
+
+
+async def _serialize_repo_writes(db: Database, session: Any, repo_id: int) -> None:
+    """Two processes indexing one repository at once (the CLI beside the bot): on PostgreSQL
+    their delete-then-insert transactions would not see each other's uncommitted rows and both
+    insert, duplicating chunks; a transaction-scoped advisory lock per repository orders them.
+    SQLite already runs one writing transaction at a time."""
+    if db.dialect != "postgresql":
+        return
+    from sqlalchemy import text
+
+    await session.exec(
+        text("SELECT pg_advisory_xact_lock(:space, :repo)"),
+        params={"space": _CHUNK_LOCK_SPACE, "repo": repo_id},
+    )
 
 
 async def replace_chunks(
@@ -66,6 +83,7 @@ async def replace_chunks(
     for start in range(0, len(paths), BATCH):
         batch = await asyncio.to_thread(_chunk_batch, repo, root, paths[start : start + BATCH])
         async with db.session() as s:
+            await _serialize_repo_writes(db, s, repo_id)
             await s.exec(
                 delete(CodeChunk).where(
                     col(CodeChunk.repo_id) == repo_id,

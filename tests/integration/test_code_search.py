@@ -503,3 +503,39 @@ async def test_overlapping_indexes_of_one_repository_run_one_after_another(
     ids = await chunk_ids(bot, "shop")
     assert len(ids) == first.files.chunks_written
     assert await (await bot.app.search.store()).point_ids("shop") == ids
+
+
+async def test_two_processes_rechunking_one_repository_leave_one_set_of_chunks(
+    database_url: str, tmp_path: Path
+) -> None:
+    """Two `Database` handles are two processes (the CLI beside the bot) re-chunking the same
+    files at the same moment: each file must end up with one set of chunks, not two."""
+    import asyncio
+
+    from sqlmodel import func, select
+
+    from core.code.chunk_store import replace_chunks
+    from core.code.repos import RepoStore
+    from core.store.engine import Database
+    from core.store.models import CodeChunk
+
+    root = tmp_path / "src" / "many"
+    paths = [f"pkg/mod{i}.py" for i in range(120)]
+    for i, rel in enumerate(paths):
+        write(root, rel, f"def handler_{i}(event):\n    return event + {i}\n")
+    first, second = Database(database_url), Database(database_url)
+    try:
+        repo = await RepoStore(first, tmp_path / "clones").register(str(root), "many")
+        assert repo.id is not None
+        await second.create_all()
+        for _ in range(3):
+            await asyncio.gather(
+                replace_chunks(first, repo.id, "many", root, paths, []),
+                replace_chunks(second, repo.id, "many", root, paths, []),
+            )
+        async with first.session() as s:
+            count = (await s.exec(select(func.count()).select_from(CodeChunk))).one()
+        assert count == len(paths)  # one function chunk per file
+    finally:
+        await first.dispose()
+        await second.dispose()
