@@ -106,6 +106,9 @@ class _Definition:
     params: str
 
 
+_CPP_MARKERS = re.compile(r"\b(?:class|namespace|template|virtual|public:|private:)\b|::")
+
+
 def embed_digest(embed_text: str) -> str:
     """A chunk's content fingerprint (of what gets embedded)."""
     return hashlib.sha1(embed_text.encode("utf-8"), usedforsecurity=False).hexdigest()
@@ -115,6 +118,8 @@ def chunk_file(repo: str, path: str, text: str) -> list[Chunk]:
     """The chunks of one file (an empty list for a blank file)."""
     text = text.replace("\r\n", "\n")
     language = language_for(path)
+    if language == "cpp" and path.endswith(".h") and not _CPP_MARKERS.search(text):
+        language = "c"  # `.h` is shared by C and C++: plain C headers get the C grammar
     if language == "markdown":
         return _markdown_chunks(repo, path, text)
     if language is None or language not in SPECS:

@@ -284,3 +284,16 @@ def test_chunk_is_frozen() -> None:
     chunk = _chunks("server.go")[0]
     with pytest.raises(AttributeError):
         chunk.symbol = "x"  # type: ignore[misc]
+
+
+def test_dot_h_headers_get_the_c_or_the_cpp_grammar_by_content() -> None:
+    c_header = "#include <stddef.h>\n\nsize_t buffer_len(const char *s) {\n    return 0;\n}\n"
+    cpp_header = "namespace geo {\nclass Point {\n public:\n  double x() const;\n};\n}\n"
+    includes, function = chunk_file("r", "include/buffer.h", c_header)
+    assert (includes.language, includes.kind) == ("c", "file")
+    assert (function.language, function.kind, function.symbol) == (
+        "c",
+        "function",
+        "buffer.buffer_len(const char *s)",
+    )
+    assert {c.language for c in chunk_file("r", "include/point.h", cpp_header)} == {"cpp"}
