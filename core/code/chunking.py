@@ -20,6 +20,7 @@ embed. Parsing is CPU-bound and synchronous: call it from a worker thread, not t
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import re
@@ -124,7 +125,29 @@ def chunk_file(repo: str, path: str, text: str) -> list[Chunk]:
         return _markdown_chunks(repo, path, text)
     if language is None or language not in SPECS:
         return _file_chunks(repo, path, language or "text", _lines(text))
-    return _ChunkBuilder(repo, path, language, text).build()
+    chunks = _ChunkBuilder(repo, path, language, text).build()
+    return _with_go_methods(chunks) if language == "go" else chunks
+
+
+def _with_go_methods(chunks: list[Chunk]) -> list[Chunk]:
+    """Go declares methods outside their type: a type's chunk gets the signatures of the
+    methods this file declares for it in its embedding context (its text stays the source)."""
+    methods: dict[str, list[str]] = {}
+    for c in chunks:
+        if c.kind == "method" and "." in c.symbol:
+            owner, signature = c.symbol.split(".", 1)
+            methods.setdefault(owner, []).append(signature)
+    if not methods:
+        return chunks
+    out = []
+    for c in chunks:
+        listed = methods.get(c.symbol) if c.kind == "class" else None
+        if listed:
+            context = c.embed_text.removesuffix(c.text).removesuffix("\n\n")
+            context += "\nMethods: " + "; ".join(listed) + "\n\n"
+            c = dataclasses.replace(c, embed_text=context + c.text)
+        out.append(c)
+    return out
 
 
 # -- plain text ---------------------------------------------------------------------------------

@@ -26,7 +26,9 @@ TYPICAL_TERMS = 120  # terms in a typical chunk: the length normalisation's pivo
 # The labels of the chunker's context header ("File: a/b.py", "Lines 1-40", "Class: X",
 # "Signature: ..."): their values are worth indexing, the label words themselves are not (every
 # chunk has "File", so they only add ties).
-_HEADER_LABEL = re.compile(r"^(?:File|Lines|Section|Class|Signature):? ", re.MULTILINE)
+_HEADER_LABEL = re.compile(
+    r"^(?:File|Lines|Section|Class|Declaration|Signature|Methods):? ", re.MULTILINE
+)
 
 
 @dataclass(frozen=True, slots=True)

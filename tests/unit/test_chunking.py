@@ -297,3 +297,11 @@ def test_dot_h_headers_get_the_c_or_the_cpp_grammar_by_content() -> None:
         "buffer.buffer_len(const char *s)",
     )
     assert {c.language for c in chunk_file("r", "include/point.h", cpp_header)} == {"cpp"}
+
+
+def test_a_go_type_lists_its_methods_in_its_embedding_context() -> None:
+    text = (FIXTURES / "server.go").read_text()
+    (server,) = [c for c in chunk_file("r", "server.go", text) if c.kind == "class"]
+    assert "Methods: Handle(pattern string, h http.Handler); Addr()" in server.embed_text
+    assert server.embed_text.endswith(server.text)
+    assert "Methods:" not in server.text  # the source itself is untouched
