@@ -106,12 +106,16 @@ class CodeSearch:
             if self._store is None:
                 try:
                     store = await asyncio.to_thread(self._open_store)
-                    await store.ensure()
                 except VectorStoreError:
                     raise
                 except (ModuleNotFoundError, RuntimeError, OSError, ValueError) as exc:
                     log.warning("vector store unavailable: %s", exc)
                     raise VectorStoreError(f"semantic search is unavailable: {exc}") from None
+                try:
+                    await store.ensure()
+                except BaseException:
+                    await store.close()  # releases the embedded store's lock, or the connection
+                    raise
                 self._store = store
             return self._store
 
