@@ -105,7 +105,12 @@ def help_text(ctx: CommandContext) -> str:
             note = f" (needs `{c.permission}`)"
         lines.append(f"- `{c.usage}` — {c.summary}{note}")
     if not ctx.model_configured:
-        lines += ["", "No language model is configured: free-text questions get a short notice."]
+        note = "No language model is configured: free-text questions get "
+        if ctx.session.allows("code.read"):
+            note += "the best matching code from the repositories you may read, not an answer."
+        else:
+            note += "a short notice."
+        lines += ["", note]
     return "\n".join(lines)
 
 

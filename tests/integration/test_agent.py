@@ -420,6 +420,7 @@ async def test_no_model_configured(make_bot: MakeBot) -> None:
     assert help_reply.ok
     assert "/budget" in help_reply.text
     assert "No language model is configured" in help_reply.text
+    assert "best matching code" in help_reply.text  # the test policy grants code.read
 
     budget = await bot.send("/budget")
     assert budget.ok and "your daily token budget" in budget.text
