@@ -11,8 +11,6 @@ dated Markdown section to FILE.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 from collections import Counter
@@ -22,6 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.machine import load_avg, nproc, python_version  # noqa: E402
 from core.code.chunking import chunk_file  # noqa: E402
 from core.code.walk import walk  # noqa: E402
 
@@ -70,9 +69,9 @@ def main() -> None:
             f"Command: `.venv/bin/python bench/chunking.py --runs {args.runs} "
             f"--append {args.append}`",
             "",
-            f"- cpus (nproc): {os.cpu_count()}",
-            f"- python: {platform.python_implementation()} {platform.python_version()}",
-            f"- load average (1/5/15 min): {' / '.join(f'{x:.2f}' for x in os.getloadavg())}",
+            f"- cpus (nproc): {nproc()}",
+            f"- python: {python_version()}",
+            f"- load average (1/5/15 min): {load_avg()}",
             "",
             *(f"- {line}" for line in lines),
             "",

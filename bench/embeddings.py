@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
-import resource
 import statistics
 import sys
 import time
@@ -23,23 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
+from bench.machine import cpu_model, load_avg, nproc, peak_rss_mb, python_version, rss_mb  # noqa: E402
 
 
 def code_chunks(n: int, size: int = 500) -> list[str]:
@@ -135,7 +117,6 @@ def main() -> None:
         import numpy as np
 
         now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-        load1, load5, load15 = os.getloadavg()
         cmd = ".venv/bin/python bench/embeddings.py"
         cmd += f" --chunks {args.chunks} --queries {args.queries} --append {args.append}"
         if args.blas_threads:
@@ -149,10 +130,10 @@ def main() -> None:
 
 Command: `{cmd}`
 
-- cpus (nproc): {os.cpu_count()}, cpu: {cpu_model()}
+- cpus (nproc): {nproc()}, cpu: {cpu_model()}
 - OPENBLAS_NUM_THREADS: {os.environ.get("OPENBLAS_NUM_THREADS", "unset")}
-- python: {platform.python_implementation()} {platform.python_version()}, numpy {np.__version__}
-- load average (1/5/15 min): {load1:.2f} / {load5:.2f} / {load15:.2f}
+- python: {python_version()}, numpy {np.__version__}
+- load average (1/5/15 min): {load_avg()}
 
 - model load (weights + tokenizer, first use): {load_s:.2f} s (module import {import_s:.2f} s)
 - texts: {len(texts)} code chunks, mean {mean_chars:.0f} chars, mean {mean_tokens:.0f} tokens,

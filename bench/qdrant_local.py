@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -30,10 +31,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from search_speed import cpu_model, load_avg, nproc, peak_rss_mb, threadline_version
 
-from core.code.sparse import Sparse
-from core.code.vectors import (
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.machine import (  # noqa: E402
+    append_section,
+    cpu_model,
+    load_avg,
+    nproc,
+    peak_rss_mb,
+    threadline_version,
+)
+from core.code.sparse import Sparse  # noqa: E402
+from core.code.vectors import (  # noqa: E402
     DENSE,
     LEG_LIMIT,
     RRF_K,
@@ -273,8 +284,7 @@ async def main() -> None:
     text = "\n".join(lines)
     print(text)
     if args.append:
-        with args.append.open("a", encoding="utf-8") as fh:
-            fh.write("\n" + text)
+        append_section(args.append, text)
         print(f"appended to {args.append}")
 
 

@@ -51,8 +51,6 @@ import bisect
 import hashlib
 import importlib.util
 import json
-import os
-import platform
 import re
 import shlex
 import subprocess
@@ -71,6 +69,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.machine import append_section, machine_facts, threadline_version  # noqa: E402
 from core.code.chunking import Chunk, chunk_file  # noqa: E402
 from core.code.tools import ripgrep_binary  # noqa: E402
 
@@ -613,37 +612,6 @@ def summary_markdown(report: Report) -> str:
     return "\n".join(parts)
 
 
-def threadline_version() -> str:
-    """The commit the run used, marked when core/code has uncommitted changes."""
-
-    def git(*args: str) -> str:
-        proc = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
-        return proc.stdout.strip() if proc.returncode == 0 else ""
-
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty = git("status", "--porcelain", "--", "core/code")
-    return commit + (" + uncommitted changes in core/code" if dirty else "")
-
-
-def machine_facts() -> dict[str, str]:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    nproc = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {
-        "threadline": threadline_version(),
-        "cpus (nproc)": str(nproc),
-        "cpu": cpu,
-        "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "load average (1/5/15 min)": " / ".join(f"{x:.2f}" for x in os.getloadavg()),
-    }
-
-
 def markdown_section(report: Report, invocation: str) -> str:
     facts = "\n".join(f"- {k}: {v}" for k, v in machine_facts().items())
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -702,13 +670,6 @@ def run_systems(
         for result in run_store(modes, queries, chunks):
             results[result.name] = result
     return [results[n] for n in ALL_SYSTEMS if n in results]
-
-
-def append_section(path: Path, text: str) -> None:
-    existing = path.read_text() if path.exists() else ""
-    sep = "" if not existing or existing.endswith("\n\n") else "\n"
-    with path.open("a") as out:
-        out.write(sep + text)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -44,10 +44,8 @@ import asyncio
 import json
 import math
 import os
-import platform
 import random
 import re
-import resource
 import shlex
 import shutil
 import statistics
@@ -65,6 +63,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.machine import (  # noqa: E402
+    append_section,
+    cpu_model,
+    load_avg,
+    nproc,
+    peak_rss_mb,
+    python_version,
+    rss_mb,
+    threadline_version,
+)
 from bot.app import App, build_app  # noqa: E402
 from config.settings import DEFAULT_POLICY_FILE, load_settings  # noqa: E402
 
@@ -135,51 +143,6 @@ WORD_STOP = frozenset(
     "test str int dict list bool tuple object".split()
 )
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-
-
-# -- machine --------------------------------------------------------------------------------------
-
-
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def load_avg() -> str:
-    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
-
-
-def git(*args: str) -> str:
-    proc = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
-    return proc.stdout.strip() if proc.returncode == 0 else ""
-
-
-def threadline_version() -> str:
-    """The commit, marked when the code this run imports has uncommitted changes."""
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    subject = git("log", "-1", "--format=%s")[:90]
-    dirty = git("status", "--porcelain", "--", "core", "bot", "config")
-    return f"{commit} ({subject})" + (" + uncommitted changes in core/bot/config" if dirty else "")
-
-
-def nproc() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 0
 
 
 # -- statistics -----------------------------------------------------------------------------------
@@ -788,13 +751,6 @@ def markdown(facts: dict[str, str], sections: list[list[str]], wall_s: float) ->
     )
 
 
-def append_section(path: Path, text: str) -> None:
-    existing = path.read_text(encoding="utf-8") if path.exists() else ""
-    sep = "" if not existing or existing.endswith("\n\n") else "\n"
-    with path.open("a", encoding="utf-8") as out:
-        out.write(sep + text)
-
-
 # -- main -----------------------------------------------------------------------------------------
 
 
@@ -851,8 +807,8 @@ async def run(args: argparse.Namespace) -> int:
         "threadline": threadline_version(),
         "cpus (nproc)": str(nproc()),
         "cpu": cpu_model(),
-        "python": f"{platform.python_implementation()} {platform.python_version()}, "
-        f"numpy {metadata.version('numpy')}, qdrant-client {metadata.version('qdrant-client')}",
+        "python": f"{python_version()}, numpy {metadata.version('numpy')}, "
+        f"qdrant-client {metadata.version('qdrant-client')}",
         "BLAS threads": blas_env() or "library default (no OPENBLAS/OMP/MKL_NUM_THREADS set)",
         "load average at start (1/5/15 min)": load_avg(),
     }

@@ -31,7 +31,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.startup import clean_env, machine_facts, threadline_command  # noqa: E402
+from bench.machine import machine_facts  # noqa: E402
+from bench.startup import clean_env, threadline_command  # noqa: E402
 from tests.conftest import POLICY_ALL  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI  # noqa: E402
 from tests.fakes.slack_api import FakeSlack  # noqa: E402

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shlex
 import shutil
 import statistics
@@ -28,6 +27,11 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.machine import machine_facts  # noqa: E402
 
 # Variables that would change what is measured (a configured model, another database...).
 _ISOLATED_PREFIXES = ("LLM_", "THREADLINE_", "SLACK_", "DISCORD_", "QDRANT_", "EMBEDDINGS_")
@@ -101,26 +105,6 @@ def run(runs: int) -> list[Result]:
             seconds = [time_once(cmd, env, workdir, case) for _ in range(runs)]
             results.append(Result(case, seconds))
     return results
-
-
-def machine_facts() -> dict[str, str]:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "cpus (nproc)": str(
-            len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-        ),
-        "cpu": cpu,
-        "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "os": f"{platform.system()} {platform.release()}",
-        "load average (1/5/15 min) when written": " / ".join(f"{x:.2f}" for x in os.getloadavg()),
-    }
 
 
 def table(results: list[Result]) -> str:
