@@ -1,4 +1,5 @@
-"""Platform-neutral text helpers for adapters: splitting long Markdown into postable parts.
+"""Platform-neutral text helpers for adapters: a reply as one Markdown text, and splitting long
+Markdown into postable parts.
 
 Chat platforms cap message length (Slack rejects ~4,000 characters, Discord 2,000). A long
 answer is split at the best boundary that fits, in this order of preference:
@@ -23,6 +24,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from core.request import Reply
 
 # CommonMark fences: up to three spaces of indent, then three or more backticks or tildes.
 _FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)$")
@@ -203,3 +206,12 @@ def _best_end(lines: list[_Line], start: int, head: str, limit: int) -> int:
         if rank > best_rank:
             best, best_rank = end, rank
     return best
+
+
+def reply_markdown(reply: Reply) -> str:
+    """The whole reply as one Markdown text: the answer, then notices, then sources."""
+    sections = [reply.text.strip()]
+    sections += [f"_{n.strip()}_" for n in reply.notices if n.strip()]
+    if reply.citations:
+        sections.append("Sources:\n" + "\n".join(f"- {c}" for c in reply.citations))
+    return "\n\n".join(s for s in sections if s)

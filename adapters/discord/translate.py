@@ -22,7 +22,7 @@ from adapters.discord.payloads import (
     CommandOption,
     OptionValue,
 )
-from adapters.text import split_markdown
+from adapters.text import reply_markdown, split_markdown
 from core import messages
 from core.commands import Command
 from core.request import Attachment, Reply, Request
@@ -177,15 +177,6 @@ def render(reply: Reply, *, upload_limit: int, limit: int = MESSAGE_LIMIT) -> li
         else:
             out.append(Outgoing(file=attachment))
     return out or [Outgoing(text=messages.DISCORD_NO_ANSWER)]
-
-
-def reply_markdown(reply: Reply) -> str:
-    """The whole reply as one Markdown text: the answer, then notices, then sources."""
-    sections = [reply.text.strip()]
-    sections += [f"_{n.strip()}_" for n in reply.notices if n.strip()]
-    if reply.citations:
-        sections.append("Sources:\n" + "\n".join(f"- {c}" for c in reply.citations))
-    return "\n\n".join(s for s in sections if s)
 
 
 def is_private(reply: Reply) -> bool:

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from slack_sdk.errors import SlackApiError
 
-from adapters.slack.translate import PLATFORM, render, reply_markdown
+from adapters.slack.translate import PLATFORM, render
+from adapters.text import reply_markdown
 from core import messages
 
 if TYPE_CHECKING:

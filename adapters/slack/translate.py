@@ -11,7 +11,7 @@ import re
 from typing import TYPE_CHECKING, cast
 
 from adapters.slack.mrkdwn import to_mrkdwn
-from adapters.text import split_markdown
+from adapters.text import reply_markdown, split_markdown
 from core.request import Reply, Request
 
 if TYPE_CHECKING:
@@ -107,12 +107,3 @@ def render(reply: Reply, *, limit: int = MESSAGE_LIMIT) -> list[str]:
     """The mrkdwn messages for a reply, in order. Attachments are uploaded separately."""
     parts = split_markdown(to_mrkdwn(reply_markdown(reply)), limit)
     return [p.strip("\n") for p in parts if p.strip()]
-
-
-def reply_markdown(reply: Reply) -> str:
-    """The whole reply as one Markdown text: the answer, then notices, then sources."""
-    sections = [reply.text.strip()]
-    sections += [f"_{n.strip()}_" for n in reply.notices if n.strip()]
-    if reply.citations:
-        sections.append("Sources:\n" + "\n".join(f"- {c}" for c in reply.citations))
-    return "\n\n".join(s for s in sections if s)
