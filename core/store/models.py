@@ -82,7 +82,16 @@ class AuditEntry(SQLModel, table=True):
     args_sha256: str = Field(default="", max_length=64)
 
 
-class ThreadMessage(SQLModel, table=True):
+class _Conversation(SQLModel):
+    """The key of one conversation: a thread of a channel of a tenant on a platform."""
+
+    platform: str = Field(max_length=32)
+    tenant: str = Field(max_length=128)
+    channel: str = Field(max_length=128)
+    thread: str = Field(max_length=128)
+
+
+class ThreadMessage(_Conversation, table=True):
     """One message of a thread's conversation, in the chat-completions shape."""
 
     __tablename__ = "thread_messages"
@@ -92,17 +101,13 @@ class ThreadMessage(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     at: datetime = Field(default_factory=utcnow, sa_column=_ts())
-    platform: str = Field(max_length=32)
-    tenant: str = Field(max_length=128)
-    channel: str = Field(max_length=128)
-    thread: str = Field(max_length=128)
     role: str = Field(max_length=16)
     content: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
     tool_calls: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     tool_call_id: str | None = Field(default=None, max_length=128)
 
 
-class ThreadSummary(SQLModel, table=True):
+class ThreadSummary(_Conversation, table=True):
     """A compaction summary of a thread's older messages: everything up to and including
     message `covers_through` is represented by `summary` (the newest row wins)."""
 
@@ -113,10 +118,6 @@ class ThreadSummary(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     at: datetime = Field(default_factory=utcnow, sa_column=_ts())
-    platform: str = Field(max_length=32)
-    tenant: str = Field(max_length=128)
-    channel: str = Field(max_length=128)
-    thread: str = Field(max_length=128)
     covers_through: int
     summary: str = Field(sa_column=Column(Text, nullable=False))
 
