@@ -46,6 +46,7 @@ def _say(text: str) -> None:
 
 async def index_demo(app: App) -> None:
     """Register and index the demo repository, telling the operator how it goes."""
+    from core.code import messages
     from core.code.repos import RepoError
 
     root = demo_root()
@@ -57,8 +58,7 @@ async def index_demo(app: App) -> None:
         now = time.monotonic()
         if now - last >= PROGRESS_EVERY or done == total:
             last = now
-            what = "files scanned" if stage == "files" else "chunks embedded"
-            _say(f"demo index of {DEMO_NAME}: {done}/{total} {what}")
+            _say(messages.index_progress(DEMO_NAME, stage, done, total))
 
     try:
         repo = await app.repos.register(str(root), DEMO_NAME)

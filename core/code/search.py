@@ -17,13 +17,14 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from core.code.chunking import Chunk, Kind
 from core.code.vectors import Mode, SearchHit, VectorStore, VectorStoreError
 
 if TYPE_CHECKING:
     from core.store.engine import Database
-    from core.store.models import Repo
+    from core.store.models import CodeChunk, Repo
 
 log = logging.getLogger(__name__)
 
@@ -58,18 +59,19 @@ class SyncResult:
     deleted: int
 
 
-@dataclass(frozen=True, slots=True)
-class _Row:
-    """A chunk read back from SQL, shaped as the vector store wants it."""
-
-    repo: str
-    path: str
-    language: str
-    symbol: str
-    kind: str
-    start_line: int
-    end_line: int
-    embed_text: str
+def _as_chunk(repo: str, row: CodeChunk) -> Chunk:
+    """A stored chunk as the chunker made it (what the vector store embeds)."""
+    return Chunk(
+        repo,
+        row.path,
+        row.language,
+        row.symbol,
+        cast(Kind, row.kind),
+        row.start_line,
+        row.end_line,
+        row.text,
+        row.context + row.text,
+    )
 
 
 def snippet(text: str) -> str:
@@ -182,22 +184,7 @@ class CodeSearch:
                 ids = missing[start : start + SYNC_BATCH]
                 async with self._db.session() as s:
                     rows = (await s.exec(select(CodeChunk).where(col(CodeChunk.id).in_(ids)))).all()
-                items = [
-                    (
-                        int(r.id or 0),
-                        _Row(
-                            repo.name,
-                            r.path,
-                            r.language,
-                            r.symbol,
-                            r.kind,
-                            r.start_line,
-                            r.end_line,
-                            r.context + r.text,
-                        ),
-                    )
-                    for r in rows
-                ]
+                items = [(int(r.id or 0), _as_chunk(repo.name, r)) for r in rows]
                 done += await store.upsert(items)
                 if progress is not None:
                     progress(done, len(missing))

@@ -571,10 +571,6 @@ class VectorStore:
         if self._mirror is not None:
             self._mirror.drop(ids)
 
-    async def point_ids(self, repo: str | None = None) -> set[int]:
-        """Ids of the stored points (of one repo, or all)."""
-        return set(await self.point_digests(repo))
-
     async def point_digests(self, repo: str | None = None) -> dict[int, str]:
         """Stored point ids and the content digest each was embedded from."""
         await self.ensure()
@@ -639,7 +635,10 @@ class VectorStore:
                 version, points = mirror.snapshot()
                 compiled = await asyncio.to_thread(_compile, points, self.embedder.dimension)
                 mirror.keep(version, compiled)
-            return _mirror_search(compiled, dense, sparse, names, repos, k, mode)
+            # A matrix product over every chunk: milliseconds of CPU, kept off the event loop.
+            return await asyncio.to_thread(
+                _mirror_search, compiled, dense, sparse, names, repos, k, mode
+            )
         return await self._query_api(query, dense, sparse, names, repos, k, mode)
 
     async def _query_api(
