@@ -91,6 +91,24 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("pg_url"))
 
 
+@pytest.fixture
+async def open_db(database_url: str) -> AsyncIterator[Callable[[], Any]]:
+    """`Database` handles on the test URL, each one standing for a process of its own; all are
+    disposed at the end."""
+    from core.store.engine import Database
+
+    made: list[Database] = []
+
+    def make() -> Database:
+        db = Database(database_url)
+        made.append(db)
+        return db
+
+    yield make
+    for db in made:
+        await db.dispose()
+
+
 POLICY_ALL = """
 [defaults]
 permissions = ["ask", "code.read", "memory.read", "memory.write", "skills.use", "tts"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +24,8 @@ MakeBot = Callable[..., BotHarness]
 
 
 @pytest.fixture
-async def db(database_url: str) -> AsyncIterator[Database]:
-    database = Database(database_url)
-    yield database
-    await database.dispose()
+def db(open_db: Callable[[], Database]) -> Database:
+    return open_db()
 
 
 @pytest.fixture

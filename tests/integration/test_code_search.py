@@ -140,7 +140,7 @@ async def test_vectors_follow_modified_deleted_and_renamed_files(
         make_bot, tmp_path, database_url=database_url, policy_file=write_policy(INDEXERS)
     )
     store = await bot.app.search.store()
-    assert await store.point_ids("shop") == await chunk_ids(bot, "shop")
+    assert set(await store.point_digests("shop")) == await chunk_ids(bot, "shop")
 
     root = tmp_path / "src" / "shop"
     (root / "billing/webhooks.py").rename(root / "billing/hooks.py")
@@ -152,7 +152,7 @@ async def test_vectors_follow_modified_deleted_and_renamed_files(
     )
     reply = await bot.send("/index shop")
     assert reply.ok, reply.text
-    assert await store.point_ids("shop") == await chunk_ids(bot, "shop")
+    assert set(await store.point_digests("shop")) == await chunk_ids(bot, "shop")
 
     results = await bot.app.search.search("webhook sent again after failure", ["shop"], k=10)
     paths = {r.path for r in results}
@@ -502,11 +502,11 @@ async def test_overlapping_indexes_of_one_repository_run_one_after_another(
     assert second.files.chunks_written == 0 and second.files.unchanged == len(SHOP)
     ids = await chunk_ids(bot, "shop")
     assert len(ids) == first.files.chunks_written
-    assert await (await bot.app.search.store()).point_ids("shop") == ids
+    assert set(await (await bot.app.search.store()).point_digests("shop")) == ids
 
 
 async def test_two_processes_rechunking_one_repository_leave_one_set_of_chunks(
-    database_url: str, tmp_path: Path
+    open_db: Callable[[], Any], tmp_path: Path
 ) -> None:
     """Two `Database` handles are two processes (the CLI beside the bot) re-chunking the same
     files at the same moment: each file must end up with one set of chunks, not two."""
@@ -516,29 +516,24 @@ async def test_two_processes_rechunking_one_repository_leave_one_set_of_chunks(
 
     from core.code.chunk_store import replace_chunks
     from core.code.repos import RepoStore
-    from core.store.engine import Database
     from core.store.models import CodeChunk
 
     root = tmp_path / "src" / "many"
     paths = [f"pkg/mod{i}.py" for i in range(120)]
     for i, rel in enumerate(paths):
         write(root, rel, f"def handler_{i}(event):\n    return event + {i}\n")
-    first, second = Database(database_url), Database(database_url)
-    try:
-        repo = await RepoStore(first, tmp_path / "clones").register(str(root), "many")
-        assert repo.id is not None
-        await second.create_all()
-        for _ in range(3):
-            await asyncio.gather(
-                replace_chunks(first, repo.id, "many", root, paths, []),
-                replace_chunks(second, repo.id, "many", root, paths, []),
-            )
-        async with first.session() as s:
-            count = (await s.exec(select(func.count()).select_from(CodeChunk))).one()
-        assert count == len(paths)  # one function chunk per file
-    finally:
-        await first.dispose()
-        await second.dispose()
+    first, second = open_db(), open_db()
+    repo = await RepoStore(first, tmp_path / "clones").register(str(root), "many")
+    assert repo.id is not None
+    await second.create_all()
+    for _ in range(3):
+        await asyncio.gather(
+            replace_chunks(first, repo.id, "many", root, paths, []),
+            replace_chunks(second, repo.id, "many", root, paths, []),
+        )
+    async with first.session() as s:
+        count = (await s.exec(select(func.count()).select_from(CodeChunk))).one()
+    assert count == len(paths)  # one function chunk per file
 
 
 async def test_a_failing_embedding_endpoint_is_reported_and_caught_up_later(

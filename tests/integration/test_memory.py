@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -83,21 +83,6 @@ def session(
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
-
-
-@pytest.fixture
-async def open_db(database_url: str) -> AsyncIterator[Callable[[], Database]]:
-    """`Database` handles on the test URL (each one is "a process"); all disposed at the end."""
-    made: list[Database] = []
-
-    def make() -> Database:
-        db = Database(database_url)
-        made.append(db)
-        return db
-
-    yield make
-    for db in made:
-        await db.dispose()
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ clock, so "a restart" is a new engine on the same database and "tomorrow" is a m
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -62,21 +62,6 @@ def channel_limit(
     return QuotaLimit(
         QuotaKey(platform, tenant, "channel", channel, metric), limit, "this channel's budget"
     )
-
-
-@pytest.fixture
-async def open_db(database_url: str) -> AsyncIterator[Callable[[], Database]]:
-    """Make `Database` handles on the test URL; all are disposed at the end."""
-    made: list[Database] = []
-
-    def make() -> Database:
-        db = Database(database_url)
-        made.append(db)
-        return db
-
-    yield make
-    for db in made:
-        await db.dispose()
 
 
 @pytest.fixture

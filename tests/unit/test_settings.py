@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from config.settings import DEFAULT_POLICY_FILE, Settings, SettingsError, load_settings
+from config.settings import DEFAULT_POLICY_FILE, SettingsError, load_settings
 
 SECRET = "sk-live-9f8e7d6c5b4a"
 
@@ -374,7 +374,6 @@ def test_blank_database_url_falls_back_to_sqlite(monkeypatch: pytest.MonkeyPatch
 
 def test_other_defaults() -> None:
     settings = load_settings()
-    assert isinstance(settings, Settings)
     assert settings.policy_file == DEFAULT_POLICY_FILE
     assert settings.max_message_chars == 20_000
     assert settings.tool_max_args_chars == 4_000
