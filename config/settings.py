@@ -171,6 +171,14 @@ class Settings(BaseSettings):
         ge=100,
         validation_alias=_alias("THREADLINE_TOOL_MAX_RESULT_CHARS", "tool_max_result_chars"),
     )
+    # Seconds one request may take from start to reply (model calls and tools together);
+    # past it the user hears so, and what was done is kept.
+    request_deadline: float = Field(
+        120.0,
+        gt=0,
+        le=3600,
+        validation_alias=_alias("THREADLINE_REQUEST_DEADLINE", "request_deadline"),
+    )
     persona: str = Field("", validation_alias=_alias("THREADLINE_PERSONA", "persona"))
     log_level: str = Field("INFO", validation_alias=_alias("THREADLINE_LOG_LEVEL", "log_level"))
 
@@ -375,6 +383,7 @@ _ENV_NAMES = {
     "max_message_chars": "THREADLINE_MAX_MESSAGE_CHARS",
     "tool_max_args_chars": "THREADLINE_TOOL_MAX_ARGS_CHARS",
     "tool_max_result_chars": "THREADLINE_TOOL_MAX_RESULT_CHARS",
+    "request_deadline": "THREADLINE_REQUEST_DEADLINE",
     "persona": "THREADLINE_PERSONA",
     "log_level": "THREADLINE_LOG_LEVEL",
 }
