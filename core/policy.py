@@ -52,14 +52,18 @@ class PolicyError(ValueError):
 
 
 def _one_or_many(value: object) -> object:
-    return [value] if isinstance(value, str) else value
+    # Anything but an array counts as one item, so that `user = 42` is reported as "must be a
+    # string" rather than as a puzzling "must be a list".
+    return value if isinstance(value, list) else [value]
 
 
 StrList = Annotated[list[str], BeforeValidator(_one_or_many)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: TOML values are typed, so `tokens_per_user_per_day = true` (or 1.5, or "10") is a
+    # mistake to report, not a value to convert.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class Budgets(_Strict):
@@ -214,12 +218,42 @@ class Policy:
         )
 
 
+# What pydantic's type errors expect, in TOML's words.
+_EXPECTED = {
+    "int_type": "an integer",
+    "string_type": "a string",
+    "list_type": "an array",
+    "dict_type": "a table",
+    "model_type": "a table",
+}
+
+
+def _toml_kind(value: object) -> str:
+    """TOML's name for a value `tomllib` produced."""
+    for kind, name in (
+        (bool, "a boolean"),  # before int: a bool is an int in Python
+        (int, "an integer"),
+        (float, "a float"),
+        (str, "a string"),
+        (list, "an array"),
+        (dict, "a table"),
+    ):
+        if isinstance(value, kind):
+            return name
+    return "a date or time"
+
+
 def _describe(exc: ValidationError, raw: dict[str, object], source: str) -> str:
     lines = [f"policy file {source} has {exc.error_count()} problem(s):"]
     for err in exc.errors():
         loc = list(err["loc"])
         where = _location(loc, raw)
-        if err["type"] == "literal_error":  # Permission is the only Literal in the format
+        expected = _EXPECTED.get(err["type"])
+        if err["type"] == "literal_error" and not isinstance(err["input"], str):
+            expected = "a string"
+        if expected is not None:
+            msg = f"must be {expected}, not {_toml_kind(err['input'])}"
+        elif err["type"] == "literal_error":  # Permission is the only Literal in the format
             msg = (
                 f"unknown permission {err['input']!r}; known: {', '.join(sorted(ALL_PERMISSIONS))}"
             )
@@ -237,7 +271,8 @@ def _location(loc: list[int | str], raw: dict[str, object]) -> str:
         rules = raw.get("rules")
         name = ""
         if isinstance(rules, list) and loc[1] < len(rules) and isinstance(rules[loc[1]], dict):
-            name = str(rules[loc[1]].get("name", ""))
+            given = rules[loc[1]].get("name", "")
+            name = given if isinstance(given, str) else ""  # a wrong type is the problem itself
         parts.append(f"rules[{loc[1] + 1}]" + (f" ({name!r})" if name else ""))
         loc = loc[2:]
     parts.extend(str(p) for p in loc if not isinstance(p, int))

@@ -413,6 +413,63 @@ def test_negative_budget_is_an_error() -> None:
         Policy.from_dict({"defaults": {"budgets": {"tokens_per_user_per_day": -5}}})
 
 
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [
+        ("true", "a boolean"),
+        ("false", "a boolean"),
+        ("1.5", "a float"),
+        ("2.0", "a float"),
+        ('"10"', "a string"),
+    ],
+)
+def test_budgets_must_be_toml_integers(write_policy: WritePolicy, value: str, kind: str) -> None:
+    # `true` used to be accepted as a budget of 1: TOML values are typed, so a wrong type is a
+    # mistake to report, named with its place in the file.
+    path = write_policy(
+        f"[defaults.budgets]\ntokens_per_user_per_day = {value}\n\n"
+        f'[[rules]]\nname = "ops"\nbudgets = {{ tool_calls_per_request = {value} }}\n'
+    )
+    with pytest.raises(PolicyError) as info:
+        Policy.load(path)
+    msg = str(info.value)
+    assert "2 problem(s)" in msg
+    assert f"defaults.budgets.tokens_per_user_per_day: must be an integer, not {kind}" in msg
+    assert f"rules[1] ('ops').budgets.tool_calls_per_request: must be an integer, not {kind}" in msg
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "expected"),
+    [
+        ("[defaults]\npermissions = [true]", "defaults.permissions", "a string"),
+        ("[defaults]\nrepos = [1]", "defaults.repos", "a string"),
+        ("[[rules]]\nname = 5", "rules[1].name", "a string"),
+        ("[[rules]]\nmatch = { user = 42 }", "rules[1].match.user", "a string"),
+        ("[[rules]]\nmatch = { roles = [7] }", "rules[1].match.roles", "a string"),
+        ('[[rules]]\ngrant = "admin"', "rules[1].grant", "an array"),
+        ("[[rules]]\nbudgets = 5", "rules[1].budgets", "a table"),
+    ],
+)
+def test_every_policy_value_must_have_its_toml_type(
+    write_policy: WritePolicy, text: str, where: str, expected: str
+) -> None:
+    with pytest.raises(PolicyError) as info:
+        Policy.load(write_policy(text + "\n"))
+    msg = str(info.value)
+    assert where in msg
+    assert f"must be {expected}" in msg
+
+
+def test_integer_budgets_are_still_fine(write_policy: WritePolicy) -> None:
+    policy = load(
+        write_policy,
+        DEFAULT_BUDGETS + '[[rules]]\nmatch = { user = "U1" }\n'
+        "budgets = { tool_calls_per_request = 0 }\n",
+    )
+    assert policy.resolve(who()).budgets.tool_calls_per_request == 0
+    assert policy.resolve(who(user="U2")).budgets.tool_calls_per_request == 4
+
+
 def test_every_problem_is_reported() -> None:
     with pytest.raises(PolicyError) as info:
         Policy.from_dict({"rules": [{"grant": ["nope"], "match": {"team": "x"}}]})
