@@ -7,11 +7,14 @@ table per named LLM provider. Errors name the setting to fix and never print sec
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tomllib
+import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import (
     AliasChoices,
@@ -30,6 +33,9 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 CONFIG_DIR = Path(__file__).resolve().parent
 DEFAULT_CONFIG_FILE = CONFIG_DIR / "threadline.toml"
@@ -75,6 +81,13 @@ def clean_secret(value: object, name: str) -> str | None:
             f"{name} has whitespace or a line break inside it (a bad paste?); "
             "the value is not shown"
         )
+    # Tokens travel in HTTP headers, which carry only ASCII: a zero-width space or a typographic
+    # dash from a paste would pass start-up and then fail every single request.
+    if not (text.isascii() and text.isprintable()):
+        raise ValueError(
+            f"{name} has a character that is not printable ASCII (an invisible or typographic "
+            "character from a bad paste?); the value is not shown"
+        )
     return text
 
 
@@ -114,7 +127,9 @@ class ProviderSettings(BaseModel):
     """A named LLM endpoint in `[providers.NAME]`. The key is read from the environment
     variable named by `api_key_env`, so the TOML file never holds secrets."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Only ever read from TOML, whose values are typed: `context_window = true` is a mistake,
+    # not 1.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     base_url: str | None = None
     model: str | None = None
@@ -142,6 +157,116 @@ class ResolvedProvider(BaseModel):
 
 def _alias(env: str, key: str) -> AliasChoices:
     return AliasChoices(env, key)
+
+
+def toml_kind(value: object) -> str:
+    """TOML's name for a value `tomllib` produced (never the value: it may be a secret)."""
+    for kind, name in (
+        (bool, "a boolean"),  # before int: a bool is an int in Python
+        (int, "an integer"),
+        (float, "a float"),
+        (str, "a string"),
+        (list, "an array"),
+        (dict, "a table"),
+    ):
+        if isinstance(value, kind):
+            return name
+    return "a date or time"
+
+
+def _plain_type(annotation: object) -> object:
+    """`int | None` -> int; anything else unchanged."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return annotation
+
+
+# What a TOML value must be for a field of this type. The environment only has text, so the
+# model converts leniently ("32768" -> 32768, "false" -> False); the file has typed values, and
+# there `true` for a number or `1` for a switch is a mistake to report, not to convert.
+_TOML_TYPES: dict[object, tuple[str, Callable[[object], bool]]] = {
+    int: ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    float: ("a number", lambda v: isinstance(v, int | float) and not isinstance(v, bool)),
+    bool: ("true or false", lambda v: isinstance(v, bool)),
+}
+
+
+class SettingsFileSource(TomlConfigSettingsSource):
+    """The settings file, checked as a file: unknown keys (typos such as `llm_context_windw`)
+    and values of the wrong TOML type are refused, naming the key. The model itself ignores
+    unknown names because the environment and `.env` hold many variables that are not ours."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
+        super().__init__(settings_cls, toml_file=path)
+        problems = settings_file_problems(settings_cls, self.toml_data)
+        if problems:
+            raise SettingsError(
+                "\n".join(
+                    [
+                        f"Threadline cannot start: the settings file {path} (THREADLINE_CONFIG) "
+                        "has problems.",
+                        *(f"  - {p}" for p in problems),
+                    ]
+                )
+            )
+
+    def _read_file(self, file_path: Path | Traversable) -> dict[str, Any]:
+        where = f"the settings file {file_path} (THREADLINE_CONFIG)"
+        try:
+            return super()._read_file(file_path)
+        except UnicodeDecodeError:
+            raise SettingsError(
+                f"Threadline cannot start: {where} is not UTF-8 text (save it as UTF-8)"
+            ) from None
+        except tomllib.TOMLDecodeError as exc:
+            raise SettingsError(
+                f"Threadline cannot start: {where} is not valid TOML: {exc}"
+            ) from None
+        except OSError as exc:
+            raise SettingsError(
+                f"Threadline cannot start: {where} cannot be read: {exc.strerror or exc}"
+            ) from None
+
+
+def settings_file_keys(settings_cls: type[BaseModel]) -> dict[str, str]:
+    """Every key the settings file may use (lower case) -> its field: the field names and their
+    validation aliases (the environment names, such as `threadline_data_dir`)."""
+    keys: dict[str, str] = {}
+    for name, field in settings_cls.model_fields.items():
+        keys[name.lower()] = name
+        alias = field.validation_alias
+        choices = alias.choices if isinstance(alias, AliasChoices) else [alias]
+        for choice in choices:
+            if isinstance(choice, str):
+                keys[choice.lower()] = name
+    return keys
+
+
+def settings_file_problems(settings_cls: type[BaseModel], data: dict[str, Any]) -> list[str]:
+    keys = settings_file_keys(settings_cls)
+    # Fields with a validator of their own parse several forms on purpose ("10MB", "1, 2").
+    parsed = {
+        field
+        for decorator in settings_cls.__pydantic_decorators__.field_validators.values()
+        if decorator.info.mode != "after"
+        for field in decorator.info.fields
+    }
+    problems: list[str] = []
+    for key, value in data.items():
+        name = keys.get(key.lower())
+        if name is None:
+            close = difflib.get_close_matches(key.lower(), sorted(keys), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            problems.append(f"{key}: unknown key{hint}")
+            continue
+        if name in parsed:
+            continue
+        expected = _TOML_TYPES.get(_plain_type(settings_cls.model_fields[name].annotation))
+        if expected is not None and not expected[1](value):
+            problems.append(f"{key}: must be {expected[0]}, not {toml_kind(value)}")
+    return problems
 
 
 class Settings(BaseSettings):
@@ -239,7 +364,7 @@ class Settings(BaseSettings):
             init_settings,
             env_settings,
             dotenv_settings,
-            TomlConfigSettingsSource(settings_cls, toml_file=config_file()),
+            SettingsFileSource(settings_cls, config_file()),
         )
 
     @field_validator(
@@ -397,8 +522,15 @@ def describe_error(exc: ValidationError) -> str:
         head = str(err["loc"][0]) if err["loc"] else ""
         name = _ENV_NAMES.get(head, head.upper()) if head else ""
         msg = str(err["msg"]).removeprefix("Value error, ")
+        if err["type"].endswith("_type"):  # a typed (TOML) value of the wrong type
+            msg += f", not {toml_kind(err['input'])}"
         if field and head == "providers":
             name = f"[providers] {field.removeprefix('providers.')} in the settings file"
+            if err["type"] == "extra_forbidden":
+                close = difflib.get_close_matches(
+                    str(err["loc"][-1]), sorted(ProviderSettings.model_fields), n=1
+                )
+                msg = "unknown key" + (f" (did you mean {close[0]}?)" if close else "")
         lines.append(f"  - {name}: {msg}" if name else f"  - {msg}")
     lines.append(f"(settings file: {config_file()})")
     return "\n".join(lines)
@@ -410,6 +542,11 @@ def config_file() -> Path:
 
 def load_settings(**overrides: Any) -> Settings:
     path = config_file()
+    if path.is_dir():
+        raise SettingsError(
+            f"Threadline cannot start: the settings file {path} (THREADLINE_CONFIG) is a "
+            "directory; name a TOML file"
+        )
     if not path.is_file():
         # The default file ships with the package; a missing one was named on purpose.
         raise SettingsError(
@@ -419,8 +556,10 @@ def load_settings(**overrides: Any) -> Settings:
         return Settings(**overrides)
     except ValidationError as exc:
         raise SettingsError(describe_error(exc)) from None
-    except tomllib.TOMLDecodeError as exc:
+    except UnicodeDecodeError:
+        # The settings file reports its own decoding errors (SettingsFileSource); the other file
+        # read here is `.env`, by python-dotenv, whose error names no file.
+        dotenv = Path(str(Settings.model_config.get("env_file") or ".env")).resolve()
         raise SettingsError(
-            f"Threadline cannot start: the settings file {config_file()} (THREADLINE_CONFIG) "
-            f"is not valid TOML: {exc}"
+            f"Threadline cannot start: the .env file {dotenv} is not UTF-8 text (save it as UTF-8)"
         ) from None

@@ -427,3 +427,197 @@ def test_code_search_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("QDRANT_API_KEY", "key with space")
     msg = settings_error()
     assert "QDRANT_API_KEY" in msg and "key with space" not in msg
+
+
+# --- secrets: printable ASCII only ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "sk-live-9f8e\u200b7d6c5b4a",  # a zero-width space from a bad paste
+        "sk-live-9f8e7d6c5b4a\u200b",  # ...at the end, where strip() does not reach
+        "\ufeffsk-live-9f8e7d6c5b4a",  # a byte-order mark
+        "sk-live-9f8e\u20137d6c5b4a",  # an en dash from a word processor
+        "sk-live-9f8e7d6c5b4\u0430",  # a Cyrillic a
+        "sk-live-9f8e\x1b7d6c5b4a",  # a control character (escape)
+    ],
+)
+def test_api_key_with_a_non_ascii_or_invisible_character_is_refused_without_showing_it(
+    monkeypatch: pytest.MonkeyPatch, raw: str
+) -> None:
+    # HTTP headers carry only ASCII: such a key passed start-up and then failed every question.
+    monkeypatch.setenv("LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("LLM_MODEL", "m")
+    monkeypatch.setenv("LLM_API_KEY", raw)
+    with pytest.raises(SettingsError) as info:
+        load_settings()
+    msg = str(info.value)
+    assert "LLM_API_KEY" in msg
+    assert "ASCII" in msg
+    for fragment in ("sk-live", "9f8e", "7d6c5b4"):
+        assert fragment not in msg
+    assert info.value.__cause__ is None
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "SLACK_BOT_TOKEN",
+        "SLACK_SIGNING_SECRET",
+        "SLACK_APP_TOKEN",
+        "DISCORD_TOKEN",
+        "EMBEDDINGS_API_KEY",
+        "QDRANT_API_KEY",
+    ],
+)
+def test_every_token_setting_refuses_non_ascii(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    monkeypatch.setenv(name, "tok-zq9\u200bvx7")
+    msg = settings_error()
+    assert name in msg
+    assert "zq9" not in msg and "vx7" not in msg
+
+
+def test_provider_key_from_api_key_env_refuses_non_ascii(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    write_config(monkeypatch, tmp_path, PROVIDERS_TOML)
+    monkeypatch.setenv("LLM_PROVIDER", "local")
+    monkeypatch.setenv("LOCAL_LLM_KEY", "sk-live-9f8e\u00a07d6c5b4a\u200b")
+    msg = settings_error()
+    assert "LOCAL_LLM_KEY" in msg
+    assert "9f8e" not in msg and "7d6c5b4a" not in msg
+
+
+# --- the settings file: unknown keys, strict types, unreadable files ----------------------------
+
+
+def test_unknown_key_in_the_settings_file_is_refused_with_the_closest_valid_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = write_config(monkeypatch, tmp_path, "llm_context_windw = 65536\n")
+    msg = settings_error()
+    assert "llm_context_windw" in msg
+    assert "llm_context_window" in msg.replace("llm_context_windw", "")  # the suggestion
+    assert str(path) in msg
+
+
+def test_unknown_key_far_from_any_valid_one_is_refused_without_a_guess(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    write_config(monkeypatch, tmp_path, 'favourite_colour = "blue"\n')
+    msg = settings_error()
+    assert "favourite_colour" in msg
+    assert "did you mean" not in msg
+
+
+def test_every_setting_and_its_threadline_name_is_a_valid_settings_file_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    write_config(
+        monkeypatch,
+        tmp_path,
+        'data_dir = "d1"\nrequest_deadline = 30\nllm_context_window = 65536\n'
+        "LLM_MAX_RETRIES = 1\nthreadline_max_message_chars = 500\ndemo_index = false\n"
+        'discord_upload_limit = "8MB"\ndiscord_guild_ids = [1, 2]\n'
+        '[providers.p]\nmodel = "m"\n',
+    )
+    settings = load_settings()
+    assert settings.data_dir == Path("d1")
+    assert settings.request_deadline == 30.0
+    assert settings.llm_context_window == 65536
+    assert settings.llm_max_retries == 1  # keys are matched without regard to case, as before
+    assert settings.max_message_chars == 500
+    assert settings.demo_index is False
+    assert settings.discord_upload_limit == 8 * 1024 * 1024
+    assert settings.discord_guild_ids == (1, 2)
+
+
+def test_unknown_keys_elsewhere_are_still_ignored(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The environment and .env hold plenty of variables that are not Threadline's.
+    monkeypatch.setenv("LLM_CONTEXT_WINDW", "5")
+    (tmp_path / ".env").write_text("SOMETHING_ELSE=1\n")
+    assert load_settings().llm_context_window == 32_768
+
+
+def test_provider_unknown_key_suggests_the_closest_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    write_config(monkeypatch, tmp_path, '[providers.p]\nmodel = "m"\ncontext_windw = 8192\n')
+    msg = settings_error()
+    assert "p.context_windw" in msg
+    assert "context_window" in msg.replace("context_windw", "")
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "kind"),
+    [
+        ("llm_context_window = true\n", "llm_context_window", "a boolean"),
+        ("max_message_chars = false\n", "max_message_chars", "a boolean"),
+        ("request_deadline = true\n", "request_deadline", "a boolean"),
+        ('llm_context_window = "65536"\n', "llm_context_window", "a string"),
+        ("llm_context_window = 65536.5\n", "llm_context_window", "a float"),
+        ("demo_index = 1\n", "demo_index", "an integer"),
+        ('demo_index = "yes"\n', "demo_index", "a string"),
+        ("[providers.p]\ncontext_window = true\n", "p.context_window", "a boolean"),
+        ("[providers.p]\ntimeout = true\n", "p.timeout", "a boolean"),
+        ('[providers.p]\nmax_retries = "3"\n', "p.max_retries", "a string"),
+    ],
+)
+def test_settings_file_values_must_have_the_right_toml_type(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, text: str, key: str, kind: str
+) -> None:
+    # `true` used to become 1 (and a misleading "must be at least 1024"); TOML values are typed.
+    write_config(monkeypatch, tmp_path, text)
+    msg = settings_error()
+    assert key in msg
+    assert kind in msg
+
+
+def test_numbers_in_the_settings_file_may_be_written_as_toml_numbers(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    write_config(monkeypatch, tmp_path, "llm_timeout = 30\nllm_compact_threshold = 0.8\n")
+    settings = load_settings()
+    assert (settings.llm_timeout, settings.llm_compact_threshold) == (30.0, 0.8)
+
+
+def test_environment_numbers_are_still_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLM_CONTEXT_WINDOW", "65536")
+    monkeypatch.setenv("THREADLINE_DEMO_INDEX", "false")
+    settings = load_settings()
+    assert settings.llm_context_window == 65536
+    assert settings.demo_index is False
+
+
+def test_a_settings_file_that_is_not_utf8_is_named(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "latin1.toml"
+    path.write_bytes('persona = "caf\xe9"\n'.encode("latin-1"))
+    monkeypatch.setenv("THREADLINE_CONFIG", str(path))
+    msg = settings_error()
+    assert str(path) in msg
+    assert "UTF-8" in msg
+
+
+def test_a_dotenv_file_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_bytes(
+        f"LLM_API_KEY={SECRET}\nTHREADLINE_PERSONA=caf\xe9\n".encode("latin-1")
+    )
+    msg = settings_error()
+    assert ".env" in msg
+    assert "UTF-8" in msg
+    assert SECRET not in msg
+
+
+def test_a_settings_file_that_is_a_directory_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("THREADLINE_CONFIG", str(tmp_path))
+    msg = settings_error()
+    assert str(tmp_path) in msg
+    assert "is a directory" in msg
+    assert "does not exist" not in msg
