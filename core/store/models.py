@@ -38,6 +38,28 @@ class QuotaUsage(SQLModel, table=True):
     warned: bool = False
 
 
+class QuotaReservation(SQLModel, table=True):
+    """One in-flight reservation on one daily counter (`QuotaUsage.reserved` is their sum).
+
+    A reservation outlives its request only when the process died mid-request: past
+    `expires_at` (the request's deadline plus a margin) the next reservation on the counter
+    deletes it and gives its amount back, so a crash does not eat a budget for the day.
+    """
+
+    __tablename__ = "quota_reservations"
+    # AUTOINCREMENT: SQLite would otherwise hand a swept reservation's id to the next one,
+    # and the late settle of the first would delete the second.
+    __table_args__ = (
+        Index("ix_quota_reservations_usage", "usage_id", "expires_at"),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    usage_id: int = Field(foreign_key="quota_usage.id", ondelete="CASCADE")
+    amount: int
+    expires_at: datetime = Field(sa_column=_ts())
+
+
 class UsageRecord(SQLModel, table=True):
     """One model call's token usage, as the provider reported it."""
 

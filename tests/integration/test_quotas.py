@@ -402,3 +402,47 @@ async def test_tenants_users_channels_and_metrics_do_not_share_counters(
     assert by_key(await ledger.snapshot(untouched)) == {lim.key: (0, 100) for lim in untouched}
     with pytest.raises(BudgetExhausted):
         await ledger.reserve([spent[0]], 1, minimum=1)
+
+
+# -- reservations left behind by a dead process ---------------------------------------------------
+
+
+async def test_a_reservation_of_a_killed_process_expires_and_is_given_back(
+    open_db: Callable[[], Database], clock: Clock
+) -> None:
+    limits = [user_limit(1000), channel_limit(1000)]
+    dead = QuotaLedger(open_db(), clock)
+    # The process reserves for a request with a 2-minute deadline, then dies: never settles.
+    await dead.reserve(limits, 800, minimum=10, expires_at=clock.now + timedelta(minutes=3))
+
+    restarted = QuotaLedger(open_db(), clock)  # a new process on the same database
+    with pytest.raises(BudgetExhausted):
+        await restarted.reserve(limits, 500, minimum=500)  # still held before the deadline
+    assert by_key(await restarted.snapshot(limits))[limits[0].key] == (0, 800)
+
+    clock.advance(timedelta(minutes=4))
+    assert [st.reserved for st in await restarted.snapshot(limits)] == [0, 0]
+    held = await restarted.reserve(limits, 1000, minimum=1000)
+    assert held.amount == 1000
+
+
+async def test_settling_after_the_reservation_expired_does_not_give_it_back_twice(
+    ledger: QuotaLedger, clock: Clock
+) -> None:
+    limits = [user_limit(1000)]
+    slow = await ledger.reserve(limits, 300, minimum=10, expires_at=clock.now + timedelta(minutes=1))
+    clock.advance(timedelta(minutes=2))
+    other = await ledger.reserve(limits, 200, minimum=10)  # sweeps the expired 300 back
+    await ledger.settle(slow, 250)  # the slow call finished after all: its usage still counts
+    assert by_key(await ledger.snapshot(limits))[limits[0].key] == (250, 200)
+    await ledger.settle(other, 100)
+    assert by_key(await ledger.snapshot(limits))[limits[0].key] == (350, 0)
+
+
+async def test_budget_exhausted_says_what_the_request_needed(ledger: QuotaLedger) -> None:
+    limits = [user_limit(2500)]
+    await ledger.charge(limits, 2046)
+    with pytest.raises(BudgetExhausted) as caught:
+        await ledger.reserve(limits, 900, minimum=600)
+    assert caught.value.needed == 600
+    assert caught.value.state.remaining == 454
