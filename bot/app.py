@@ -112,6 +112,7 @@ def build_app(
             prompt=PromptBuilder(persona=settings.persona),
             memory=memory,
             clock=clock,
+            deadline=settings.request_deadline,
         )
     metrics = Metrics() if with_metrics else None
     core = Core(

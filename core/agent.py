@@ -8,16 +8,18 @@ settles with the provider's real usage afterwards, which also calibrates the tok
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from core import messages
 from core.llm.calibration import SAVE_EVERY, CalibrationStore
 from core.llm.client import ChatModel, Completion, LLMError
-from core.llm.usage import UsageRecorder
+from core.llm.toolcalls import assistant_message
+from core.llm.usage import UsageRecorder, settled
 from core.memory.compaction import Compacted, CompactionConfig, Compactor
 from core.memory.history import HistoryStore, ThreadHistory, summary_messages
 from core.memory.tokens import TokenCounter
@@ -42,6 +44,12 @@ class Recall(Protocol):
     ) -> str | None: ...
 
 
+DEFAULT_DEADLINE = 120.0  # seconds per request (THREADLINE_REQUEST_DEADLINE)
+# A reservation outlives its request's deadline by this much before another process may take
+# it back: the request's last settle may still be on its way.
+RESERVATION_MARGIN = timedelta(minutes=1)
+
+
 def memory_budget(window: int) -> int:
     """Tokens of long-term memory injected per request."""
     return min(5000, max(500, window // 200))
@@ -56,6 +64,8 @@ class _Turn:
     notices: list[str]
     usage: Usage = field(default_factory=Usage)
     summarize_failed: bool = False
+    over_budget: bool = False  # the model proposed more tool calls than the budget allowed
+    expires_at: datetime | None = None  # when this request's quota reservations lapse
 
 
 class Agent:
@@ -72,8 +82,10 @@ class Agent:
         memory: Recall | None = None,
         counter: TokenCounter | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        deadline: float = DEFAULT_DEADLINE,
     ) -> None:
         self.model = model
+        self.deadline = deadline
         self.counter = counter or TokenCounter()
         self._calibration = CalibrationStore(db)
         self._calibration_loaded = False
@@ -98,10 +110,24 @@ class Agent:
         if not self._calibration_loaded:
             self._calibration_loaded = True
             await self._calibration.load(self.model.spec, self.counter)
-        history = await self._history.load(session.conversation)
-        memory = await self._recall(session, text)
         turn = _Turn(messages=[{"role": "user", "content": text}], tool_calls=[], notices=[])
-        reply = await self._loop(session, history, turn, memory, progress)
+        turn.expires_at = self._clock() + timedelta(seconds=self.deadline) + RESERVATION_MARGIN
+        # One deadline for the whole request: a hung model call or a slow tool must not keep
+        # the user (and the thread's lock) waiting for minutes.
+        limit = asyncio.timeout(self.deadline)
+        try:
+            async with limit:
+                history = await self._history.load(session.conversation)
+                memory = await self._recall(session, text)
+                reply = await self._loop(session, history, turn, memory, progress)
+        except TimeoutError:
+            if not limit.expired():
+                raise
+            log.warning("request %s passed its %.0f s deadline", session.request_id, self.deadline)
+            # What was done is kept: the question and every tool call that finished.
+            _close_open_calls(turn.messages, messages.NOT_RUN_DEADLINE)
+            tools_run = sum(1 for c in turn.tool_calls if c.ok)
+            reply = self._reply(turn, messages.request_deadline(self.deadline, tools_run), ok=False)
         # Only a real answer becomes the assistant's words: a failure notice ("budget used
         # up") stored as such would read to the model as something it said.
         if reply.ok:
@@ -126,9 +152,14 @@ class Agent:
     ) -> Reply:
         ctx = ToolContext(session=session, db=self._db)
         max_steps = session.budgets.iterations_per_request
+        tool_budget = session.budgets.tool_calls_per_request
         denied: dict[str, str] = {}
         for step in range(1, max_steps + 1):
-            tools = None if step == max_steps else await self._dispatcher.registry.offered(session)
+            left = tool_budget - session.counters.tool_calls
+            # The last step, or a spent tool budget: no tools on offer, so the model answers
+            # instead of wasting steps on calls that would be refused.
+            offer = step < max_steps and left > 0
+            tools = await self._dispatcher.registry.offered(session) if offer else None
             prefix = self._prompt.prefix(session, self._clock(), memory)
             try:
                 history, conversation = await self._fit(session, prefix, history, turn, tools)
@@ -151,9 +182,15 @@ class Agent:
                     else messages.llm_failure("invalid_response")
                 )
                 return self._reply(turn, text, ok=False, denied=denied, session=session)
-            turn.messages.append(completion.assistant_message)
-            for call in completion.tool_calls:
-                await _notify(progress, messages.progress_tool(call.name[:64], step))
+            # Calls past the budget are neither run nor kept as calls: a response with a
+            # thousand of them would otherwise outgrow any context window for good.
+            calls, excess = list(completion.tool_calls[:left]), completion.tool_calls[left:]
+            if excess:
+                turn.over_budget = True
+                await self._dispatcher.refuse_excess(ctx, list(excess))
+            turn.messages.append(assistant_message(completion.text, calls))
+            for i, call in enumerate(calls):
+                await _notify(progress, messages.progress_tool(call.name, step))
                 outcome = await self._dispatcher.dispatch(ctx, call)
                 turn.tool_calls.append(
                     ToolCallRecord(call.name, outcome.ok, None if outcome.ok else outcome.code)
@@ -162,6 +199,10 @@ class Agent:
                     denied[call.name] = outcome.permission
                 # A single huge result must not crowd the thread out of the window.
                 content = cap(outcome.content, self._max_tool_result_chars())
+                if excess and i == len(calls) - 1:
+                    content += "\n" + messages.TOOL_CALLS_DROPPED.format(
+                        extra=len(excess), n=tool_budget
+                    )
                 turn.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
         raise AssertionError("unreachable: the last step offers no tools")
 
@@ -229,7 +270,10 @@ class Agent:
         room = int(spec.context_window * spec.compact_threshold) - estimate
         out = min(max_output or spec.max_output_tokens, max(16, room))
         reservation = await self._quotas.reserve(
-            session.token_limits(), estimate + out, minimum=estimate + 16
+            session.token_limits(),
+            estimate + out,
+            minimum=estimate + 16,
+            expires_at=turn.expires_at,
         )
         try:
             completion = await self.model.complete(
@@ -238,13 +282,15 @@ class Agent:
         except BaseException:
             await self._quotas.release(reservation)
             raise
-        if completion.usage is not None:
+        if completion.usage is not None and completion.usage.prompt_tokens > 0:
             before = self.counter.samples
             self.counter.calibrate(prompt, tools, completion.usage.prompt_tokens)
             if self.counter.samples != before and self.counter.samples % SAVE_EVERY == 1:
                 await self._calibration.save(spec, self.counter)
-        # Without reported usage, charge the estimate: never charge nothing.
-        usage = completion.usage or Usage(estimate, self.counter.count_text(completion.text))
+        # Charge what the provider reported, or the local estimate where it reported nothing,
+        # zero or less: a request is never free because of a provider's bookkeeping.
+        answer = completion.text + "".join(c.name + c.arguments for c in completion.tool_calls)
+        usage = settled(completion.usage, estimate, self.counter.count_text(answer))
         crossed = await self._quotas.settle(reservation, usage.total_tokens)
         turn.notices.extend(_warnings(crossed))
         turn.usage = turn.usage + usage
@@ -255,7 +301,8 @@ class Agent:
         st = exc.state
         return messages.budget_exhausted(
             st.limit.label,
-            st.used + st.reserved,
+            exc.needed,
+            st.remaining,
             st.limit.limit,
             st.limit.unit,
             exc.resets_at,
@@ -276,7 +323,9 @@ class Agent:
             notices.append(
                 f"I was not allowed to use `{name}`: {messages.permission_denied(permission)}"
             )
-        if session and any(c.error == "budget_exhausted" for c in turn.tool_calls):
+        if session and (
+            turn.over_budget or any(c.error == "budget_exhausted" for c in turn.tool_calls)
+        ):
             notices.append(
                 messages.TOOL_BUDGET_NOTICE.format(n=session.budgets.tool_calls_per_request)
             )
@@ -287,6 +336,18 @@ class Agent:
             tool_calls=tuple(turn.tool_calls),
             usage=turn.usage,
         )
+
+
+def _close_open_calls(turn: list[Message], note: str) -> None:
+    """Answer the calls of the turn's last assistant message that have no result yet (the
+    request stopped in the middle of running them), so the stored thread stays valid."""
+    for i in range(len(turn) - 1, -1, -1):
+        if turn[i]["role"] == "assistant":
+            answered = {m.get("tool_call_id") for m in turn[i + 1 :] if m["role"] == "tool"}
+            for call in turn[i].get("tool_calls") or []:
+                if call["id"] not in answered:
+                    turn.append({"role": "tool", "tool_call_id": call["id"], "content": note})
+            return
 
 
 def _warnings(crossed: list[QuotaState]) -> list[str]:

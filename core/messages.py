@@ -15,6 +15,11 @@ MODEL_STEP_LIMIT = "I stopped after {n} model steps (the per-request limit) with
 TOOL_BUDGET_NOTICE = (
     "I reached the limit of {n} tool calls for one request; some lookups were skipped."
 )
+TOOL_CALLS_DROPPED = (
+    "[Threadline: {extra} more tool call(s) in this response were not run: the limit is {n} "
+    "tool calls per request.]"
+)
+NOT_RUN_DEADLINE = "[not run: the request ran out of time]"
 
 
 def permission_denied(permission: str) -> str:
@@ -33,11 +38,30 @@ def unknown_command(name: str) -> str:
 
 
 def budget_exhausted(
-    label: str, used: int, limit: int, unit: str, resets_at: datetime, now: datetime
+    label: str,
+    needed: int,
+    remaining: int,
+    limit: int,
+    unit: str,
+    resets_at: datetime,
+    now: datetime,
 ) -> str:
+    """The budget cannot cover this request: what it needed and what is left, since "used up"
+    next to a count below the limit reads as a bug."""
     return (
-        f"Sorry, {label} is used up ({used:,} of {limit:,} {unit}). "
+        f"Sorry, {label} has not enough left for this request: it needs about {needed:,} "
+        f"{unit}, and {remaining:,} of {limit:,} are left. "
         f"It resets at {resets_at:%H:%M} UTC ({until(resets_at, now)})."
+    )
+
+
+def request_deadline(seconds: float, tools_run: int) -> str:
+    done = (
+        f" I had run {tools_run} tool call(s); they are kept in this thread." if tools_run else ""
+    )
+    return (
+        f"Sorry, I ran out of time: a request may take at most {seconds:.0f} s, and the "
+        f"language model or a tool was too slow.{done} Ask again to continue."
     )
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.llm.providers import ProviderSpec
+from core.llm.toolcalls import assistant_message, normalize_tool_calls
 from core.llm.usage import parse_usage
 from core.request import Usage
 from core.tools.dispatcher import ProposedCall
@@ -111,29 +112,19 @@ class OpenAICompatibleModel:
         message = getattr(choice, "message", None)
         if message is None:
             raise LLMError("invalid_response", "no message in the response")
-        calls = tuple(
-            ProposedCall(
-                id=c.id or "", name=c.function.name or "", arguments=c.function.arguments or ""
-            )
-            for c in (message.tool_calls or [])
-            if getattr(c, "function", None) is not None
-        )
-        assistant: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
-        if calls:
-            assistant["tool_calls"] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments},
-                }
-                for c in calls
-            ]
-        usage = parse_usage(response.usage.model_dump() if response.usage else None)
+        calls = normalize_tool_calls(getattr(message, "tool_calls", None))
+        content = getattr(message, "content", None)
+        content = content if isinstance(content, str) else ""
+        assistant = assistant_message(content, calls)
+        raw_usage = getattr(response, "usage", None)
+        if raw_usage is not None and hasattr(raw_usage, "model_dump"):
+            raw_usage = raw_usage.model_dump()
+        usage = parse_usage(raw_usage if isinstance(raw_usage, dict) else None)
         return Completion(
-            text=message.content or "",
+            text=content,
             tool_calls=calls,
             usage=usage,
-            finish_reason=choice.finish_reason,
+            finish_reason=getattr(choice, "finish_reason", None),
             assistant_message=assistant,
         )
 

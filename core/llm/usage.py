@@ -14,7 +14,23 @@ from core.store.engine import Database
 _CACHED_FLAT_KEYS = ("prompt_cache_hit_tokens", "input_cache_hit_tokens")
 
 
+# No single model call uses more; a bigger count is a provider bug, and the database's
+# integer columns must never overflow on it.
+MAX_REPORTED_TOKENS = 10_000_000
+
+
+def _count(value: Any) -> int:
+    """A reported token count as a sane int: negatives, non-numbers and booleans become 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if value != value:  # NaN
+        return 0
+    return min(MAX_REPORTED_TOKENS, max(0, int(value)))
+
+
 def parse_usage(raw: Mapping[str, Any] | None) -> Usage | None:
+    """What the provider reported, clamped to 0..MAX_REPORTED_TOKENS per field; None when it
+    reported nothing. Whether the counts are believable is the caller's call (`settled`)."""
     if not raw:
         return None
     candidates = [raw.get(key) for key in _CACHED_FLAT_KEYS]
@@ -22,12 +38,26 @@ def parse_usage(raw: Mapping[str, Any] | None) -> Usage | None:
     if isinstance(details, Mapping):
         candidates.append(details.get("cached_tokens"))
     # Some providers send both spellings with one of them zero: take what was reported.
-    cached = max((c for c in candidates if isinstance(c, int)), default=0)
+    cached = max((_count(c) for c in candidates), default=0)
+    prompt = _count(raw.get("prompt_tokens"))
     return Usage(
-        prompt_tokens=int(raw.get("prompt_tokens") or 0),
-        completion_tokens=int(raw.get("completion_tokens") or 0),
-        cached_tokens=int(cached),
+        prompt_tokens=prompt,
+        completion_tokens=_count(raw.get("completion_tokens")),
+        cached_tokens=min(cached, prompt),
     )
+
+
+def settled(reported: Usage | None, prompt_estimate: int, completion_estimate: int) -> Usage:
+    """The usage to charge for one model call: the provider's counts where it gave believable
+    ones, the local estimate where a count is missing or zero for a non-empty side of the
+    exchange (a provider reporting 0 must not make answers free)."""
+    if reported is None:
+        return Usage(prompt_estimate, completion_estimate)
+    prompt = reported.prompt_tokens if reported.prompt_tokens > 0 else prompt_estimate
+    completion = reported.completion_tokens
+    if completion <= 0:
+        completion = completion_estimate
+    return Usage(prompt, completion, min(reported.cached_tokens, prompt))
 
 
 class UsageRecorder:

@@ -73,9 +73,11 @@ class HistoryStore:
             history.ids += [None, None]
         # A cut that left tool results without their call would break the protocol.
         first_user = next((i for i, r in enumerate(rows) if r.role == "user"), len(rows))
-        for row in rows[first_user:]:
-            history.messages.append(_to_message(row))
-            history.ids.append(row.id)
+        for message, row_id in repair_protocol(
+            [(_to_message(row), row.id) for row in rows[first_user:]]
+        ):
+            history.messages.append(message)
+            history.ids.append(row_id)
         return history
 
     async def append(self, conv: ConversationKey, messages: Sequence[dict[str, Any]]) -> None:
@@ -111,6 +113,59 @@ class HistoryStore:
                     summary=summary,
                 )
             )
+
+
+def repair_protocol(
+    pairs: Sequence[tuple[dict[str, Any], int | None]],
+) -> list[tuple[dict[str, Any], int | None]]:
+    """The stored messages with every tool result answering a call right before it, and
+    every call answered. Threads stored before tool-call ids were checked at the model
+    boundary can hold calls with empty or repeated ids, whose results lost their link on
+    reload; sent as they are, every later prompt is refused (HTTP 400). Orphan results are
+    dropped, unanswered calls removed from their message, and an assistant message left with
+    nothing in it goes too."""
+    out: list[tuple[dict[str, Any], int | None]] = []
+    pending: dict[str, None] = {}  # ids of the open assistant message's calls not yet answered
+    answered: set[str] = set()
+    open_at: int | None = None  # index in `out` of the assistant message being answered
+
+    def close() -> None:
+        nonlocal open_at
+        if open_at is None:
+            return
+        message, row_id = out[open_at]
+        calls = [c for c in message["tool_calls"] if c.get("id") in answered]
+        fixed = {k: v for k, v in message.items() if k != "tool_calls"}
+        if calls:
+            fixed["tool_calls"] = calls
+        if calls or str(fixed.get("content") or "").strip():
+            out[open_at] = (fixed, row_id)
+        else:
+            del out[open_at]
+        open_at = None
+        pending.clear()
+        answered.clear()
+
+    for message, row_id in pairs:
+        if message["role"] == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id in pending and call_id not in answered:
+                answered.add(call_id)
+                out.append((message, row_id))
+            continue
+        close()
+        if message["role"] == "assistant" and message.get("tool_calls"):
+            ids = [c.get("id") for c in message["tool_calls"]]
+            unique = [i for i in ids if isinstance(i, str) and i and ids.count(i) == 1]
+            message = {
+                **message,
+                "tool_calls": [c for c in message["tool_calls"] if c.get("id") in unique],
+            }
+            pending.update(dict.fromkeys(unique))
+            open_at = len(out)
+        out.append((message, row_id))
+    close()
+    return out
 
 
 def _conv_filter(table: Any, conv: ConversationKey) -> list[Any]:

@@ -171,6 +171,26 @@ class Dispatcher:
         )
         return outcome
 
+    async def refuse_excess(self, ctx: ToolContext, calls: list[ProposedCall]) -> None:
+        """Calls proposed beyond the request's tool budget are not run, stored or answered one
+        by one (a response with a thousand calls would flood the thread and the audit log):
+        one audit entry records how many and which tools."""
+        if not calls:
+            return
+        names = sorted({c.name[:64] for c in calls})
+        shown = ", ".join(names[:10]) + (f" (+{len(names) - 10} more)" if len(names) > 10 else "")
+        raw = "".join(c.arguments for c in calls)
+        await self._audit.record(
+            ctx.session,
+            AuditEvent(
+                "(over budget)",
+                "budget_exhausted",
+                f"{len(calls)} call(s) beyond the tool budget not run: {shown}",
+                0,
+                raw,
+            ),
+        )
+
     async def _run(self, t: Tool, ctx: ToolContext, args: BaseModel) -> str:
         async with asyncio.timeout(t.timeout):
             if inspect.iscoroutinefunction(t.func):

@@ -172,8 +172,16 @@ async def test_tool_budget_notice(make_bot: MakeBot, fake_llm: FakeOpenAI) -> No
     fake_llm.reply("partial answer")
     reply = await bot.send("five lookups")
     assert ECHO_RUNS == ["0", "1", "2", "3"]
-    assert [c.error for c in reply.tool_calls] == [None] * 4 + ["budget_exhausted"]
+    # The fifth call is neither run nor kept as a call: a one-line note tells the model.
+    assert [c.error for c in reply.tool_calls] == [None] * 4
     assert messages.TOOL_BUDGET_NOTICE.format(n=4) in reply.notices
+    second = fake_llm.requests[1]
+    assert "tools" not in second  # nothing left to spend: no tools on offer
+    calls = [m for m in second["messages"] if m.get("tool_calls")]
+    assert [len(m["tool_calls"]) for m in calls] == [4]
+    assert second["messages"][-1]["content"].endswith(
+        messages.TOOL_CALLS_DROPPED.format(extra=1, n=4)
+    )
 
 
 # -- the iteration limit ---------------------------------------------------------------------
@@ -522,8 +530,8 @@ async def test_exhausted_token_budget_names_the_budget_and_reset_time(
     fake_llm.reply("never sent")
     reply = await bot.send("second question")
     assert reply.ok is False
-    assert "your daily token budget is used up" in reply.text
-    assert "of 2,000 tokens" in reply.text
+    assert "your daily token budget has not enough left for this request" in reply.text
+    assert "of 2,000 are left" in reply.text
     assert "resets at 00:00 UTC" in reply.text
     assert len(fake_llm.requests) == 1  # no model request for the refused question
     assert fake_llm.pending == 1
@@ -539,7 +547,7 @@ async def test_budget_exhausted_in_the_middle_of_a_request(
     fake_llm.reply("never sent")
     reply = await bot.send("look something up")
     assert reply.ok is False
-    assert "your daily token budget is used up (1,960 of 2,000 tokens)" in reply.text
+    assert "it needs about" in reply.text and "40 of 2,000 are left" in reply.text
     assert reply.tool_calls == (ToolCallRecord("echo", True, None),)
     assert ECHO_RUNS == ["x"]
     assert len(fake_llm.requests) == 1
