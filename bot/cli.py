@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import io
 import json
 import logging
 import os
@@ -72,8 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Filesystem paths keep their exact bytes: `os` functions round-trip surrogateescape'd names.
+_PATH_ARGUMENTS = frozenset({"source"})
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _valid_text_arguments(args)
+    _valid_output(as_json=bool(getattr(args, "json", False)))
     try:
         settings = _load_settings()
     except ValueError as exc:
@@ -92,6 +99,32 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+
+
+def _valid_text_arguments(args: argparse.Namespace) -> None:
+    """Arguments that are not UTF-8 arrive as lone surrogates; replace them here, at the
+    boundary, so that nothing behind it (database, JSON, HTTP) sees text it cannot encode."""
+    from adapters.console.translate import valid_text
+
+    for name, value in vars(args).items():
+        if name in _PATH_ARGUMENTS:
+            continue
+        if isinstance(value, str):
+            setattr(args, name, valid_text(value))
+        elif isinstance(value, list):
+            setattr(args, name, [valid_text(v) if isinstance(v, str) else v for v in value])
+
+
+def _valid_output(*, as_json: bool) -> None:
+    """Whatever is printed is valid text. Python's stdout writes a lone surrogate (from a file
+    name that is not UTF-8, say) back as the raw byte under a C or UTF-8 locale; "replace"
+    writes "?" instead. JSON is UTF-8 whatever the locale (RFC 8259)."""
+    if not isinstance(sys.stdout, io.TextIOWrapper):
+        return
+    if as_json:
+        sys.stdout.reconfigure(encoding="utf-8", errors="replace")
+    else:
+        sys.stdout.reconfigure(errors="replace")
 
 
 def _load_settings() -> Settings:

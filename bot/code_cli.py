@@ -22,11 +22,20 @@ async def index_command(app: App, source: str, name: str | None) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+    from adapters.console.translate import valid_text
     from core.code import messages
     from core.code.indexer import Stage
     from core.code.repos import RepoError
 
     err = Console(stderr=True)
+    if valid_text(source) != source:
+        # The path is stored as text and shown in replies; a lossy copy would name another
+        # directory, so a name that is not UTF-8 is refused instead of guessed at.
+        print(
+            f"Cannot index {valid_text(source)}: the path is not UTF-8 text; rename it",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     try:
         repo = await app.repos.register(source, name)
     except RepoError as exc:

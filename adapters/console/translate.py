@@ -8,6 +8,7 @@ is the local operator. The policy still applies to it like to any other identity
 from __future__ import annotations
 
 import getpass
+import re
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,15 +33,29 @@ class ConsoleIdentity:
     roles: tuple[str, ...] = ()
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD.
+
+    Bytes that are not UTF-8 (a Latin-1 terminal, a stray byte in a pipe) reach Python as lone
+    surrogates in argv (surrogateescape); database drivers, JSON and HTTP clients refuse those,
+    so core must only ever see text that encodes. One U+FFFD per undecodable byte, as
+    `bytes.decode("utf-8", "replace")` gives for stdin.
+    """
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def to_request(text: str, who: ConsoleIdentity) -> Request:
     return Request(
         platform="console",
-        tenant=who.tenant,
-        channel=who.channel,
-        thread=who.thread,
-        user=who.user,
-        roles=who.roles,
-        text=text,
+        tenant=valid_text(who.tenant),
+        channel=valid_text(who.channel),
+        thread=valid_text(who.thread),
+        user=valid_text(who.user),
+        roles=tuple(valid_text(r) for r in who.roles),
+        text=valid_text(text),
     )
 
 

@@ -427,3 +427,92 @@ def test_worker_with_an_unreachable_database_says_so_without_a_traceback(
     assert "database (DATABASE_URL) is unreachable" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert "hunter2" not in proc.stderr
+
+
+# -- text that is not UTF-8 at the console boundary ------------------------------------------------
+
+
+def run_cli_bytes(
+    env: dict[str, str], cwd: Path, *args: str | bytes, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """Like `run_cli`, with raw bytes in (arguments, stdin) and out, as a shell passes them."""
+    return subprocess.run(
+        [*threadline_command(), *args],
+        env=env,
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        timeout=60.0,
+        check=False,
+    )
+
+
+def strict_utf8(data: bytes) -> str:
+    return data.decode("utf-8")  # raises on anything that is not valid UTF-8
+
+
+def test_invalid_utf8_in_ask_arguments_becomes_replacement_characters(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    # Latin-1 bytes from an old terminal reach Python as lone surrogates (surrogateescape);
+    # they used to reach the database and end in an internal error.
+    user = b"al\xffce"
+    saved = run_cli_bytes(cli_env, tmp_path, "ask", "--json", "--user", user, b"/save caf\xe9 ok")
+    assert b"Traceback" not in saved.stderr, saved.stderr
+    out = json.loads(strict_utf8(saved.stdout))
+    assert (saved.returncode, out["ok"]) == (0, True), out["text"]
+
+    listed = run_cli_bytes(cli_env, tmp_path, "ask", "--json", "--user", user, "/memory list")
+    text = json.loads(strict_utf8(listed.stdout))["text"]
+    assert "caf\ufffd ok" in text
+    assert "al\ufffdce" in text  # the author, from --user
+
+
+def test_memory_search_json_output_is_valid_utf8(cli_env: dict[str, str], tmp_path: Path) -> None:
+    # The reply echoes the query; a lone surrogate used to be written out as the raw byte.
+    proc = run_cli_bytes(cli_env, tmp_path, "ask", "--json", b"/memory search caf\xe9")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(strict_utf8(proc.stdout))
+    assert "caf\ufffd" in out["text"]
+    plain = run_cli_bytes(cli_env, tmp_path, "ask", b"/memory search caf\xe9")
+    assert "caf\ufffd" in strict_utf8(plain.stdout)
+
+
+def test_invalid_utf8_in_a_question_reaches_the_model_as_valid_text(
+    llm_env: dict[str, str], fake_llm: FakeOpenAI, tmp_path: Path
+) -> None:
+    fake_llm.reply("Yes.")
+    proc = run_cli_bytes(llm_env, tmp_path, "ask", "--json", b"caf\xe9?")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(strict_utf8(proc.stdout))["text"] == "Yes."
+    (sent,) = fake_llm.requests
+    assert sent["messages"][-1] == {"role": "user", "content": "caf\ufffd?"}
+
+
+def test_invalid_utf8_on_chat_stdin_becomes_replacement_characters(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    proc = run_cli_bytes(
+        cli_env, tmp_path, "chat", "--user", "alice", stdin=b"/save cr\xe8me\n/memory list\n"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert b"Traceback" not in proc.stderr
+    out = strict_utf8(proc.stdout)
+    assert "Saved as #1" in out
+    assert "cr\ufffdme" in out
+
+
+def test_index_refuses_a_path_that_is_not_utf8_without_a_traceback(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    # The path is kept as text in the database; its raw byte used to crash the insert.
+    root = os.fsencode(tmp_path) + b"/caf\xe9"
+    os.mkdir(root)
+    with open(root + b"/app.py", "wb") as f:
+        f.write(b"def hello():\n    return 1\n")
+    proc = run_cli_bytes(cli_env, tmp_path, "index", root, "--name", "cafe")
+    assert proc.returncode == 1
+    err = strict_utf8(proc.stderr)
+    assert "Traceback" not in err
+    assert "not UTF-8" in err
+    assert "caf\ufffd" in err
