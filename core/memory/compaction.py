@@ -4,12 +4,16 @@ Before every model call the agent asks `Compactor.fit` whether the prompt is ove
 threshold (default 90% of the window). If it is:
 
 1. the conversation is cut at the third-last user message (the last 3 user turns stay
-   verbatim; cutting on a user message never separates a tool call from its results);
+   verbatim; cutting on a user message never separates a tool call from its results) — or at
+   the second-last or the last, when the newer turns would not fit beside a summary: a small
+   window gets more summarized, not a summary that is thrown away afterwards;
 2. the older part is summarized by the model — map-reduce when it does not fit in one call —
    into one summary, which replaces it as a user message plus a short acknowledgement;
 3. if summarizing fails, the older part is dropped instead (logged), and the request goes on;
-4. if the recent turns alone are still too big, large tool results in them are replaced by a
-   marker (oldest first), then the oldest recent turns are dropped, keeping the current one.
+4. if it is still too big, it is trimmed, keeping the summary to the last: large tool results
+   become a marker (oldest first), long messages of older turns are shortened, then older
+   turns dropped; in the current turn, finished tool exchanges collapse into a one-line note
+   and long texts are shortened. Any single turn can be brought under the limit this way.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ Message = dict[str, Any]
 Summarize = Callable[[list[Message], int], Awaitable[str]]
 
 TOOL_RESULT_REMOVED = "[tool result removed to fit the context window]"
+TEXT_SHORTENED = "\n[... middle removed to fit the context window ...]\n"
+SHORT_MESSAGE_CHARS = 600  # what a long message of an older turn is shortened to
 
 SUMMARIZE_INSTRUCTIONS = """\
 You compress a chat-ops conversation so that it can continue without its full text.
@@ -139,7 +145,7 @@ class Compactor:
     ) -> Compacted:
         if self.fits(prefix, conversation, tools):
             return Compacted(conversation, "none")
-        cut = cut_point(conversation, self.config.keep_user_turns)
+        cut = self._cut(prefix, conversation, tools)
         old, recent = conversation[:cut], conversation[cut:]
         if not [m for m in old if not _is_summary_pair_part(m)]:
             # Nothing but an earlier summary to compress: trimming is all that is left.
@@ -157,6 +163,27 @@ class Compactor:
             return Compacted(self._trim(prefix, recent, tools), "dropped", replaced=cut)
         compacted = self._trim(prefix, summary_messages(summary) + recent, tools)
         return Compacted(compacted, "summary", summary=summary, replaced=cut)
+
+    def _cut(self, prefix: Sequence[Message], conversation: list[Message], tools: Any) -> int:
+        """Where the summarized part ends: keep the last `keep_user_turns` turns verbatim if
+        they fit beside a summary of full size, else fewer (never fewer than the current)."""
+        room = self.counter.count(
+            summary_messages("x" * int(self.config.summary_tokens * self.counter.chars_per_token))
+        )
+        # Measured as trimming's first step would leave them: a big tool result is cheaper
+        # to lose than a whole turn.
+        lean = [
+            {**m, "content": TOOL_RESULT_REMOVED}
+            if m["role"] == "tool" and len(str(m.get("content") or "")) > len(TOOL_RESULT_REMOVED)
+            else m
+            for m in conversation
+        ]
+        cut = 0
+        for keep in range(self.config.keep_user_turns, 0, -1):
+            cut = cut_point(conversation, keep)
+            if cut and self.size(prefix, lean[cut:], tools) + room < self.config.limit:
+                return cut
+        return cut
 
     # -- summarizing ------------------------------------------------------------------------
     async def _summarize_all(self, old: Sequence[Message]) -> str:
@@ -193,20 +220,50 @@ class Compactor:
     ) -> list[Message]:
         if self.fits(prefix, conversation, tools):
             return conversation
-        trimmed = list(conversation)
-        for i, m in enumerate(trimmed):
+        # The summary stands for everything before it: it goes last, after the turns it
+        # came to make room for.
+        pinned = 2 if conversation and is_summary(conversation[0]) else 0
+        head, body = conversation[:pinned], list(conversation[pinned:])
+
+        def done(candidate: list[Message]) -> bool:
+            return self.fits(prefix, [*head, *candidate], tools)
+
+        users = [i for i, m in enumerate(body) if m["role"] == "user"]
+        current = users[-1] if users else 0
+        # 1. Large tool results, oldest first.
+        for i, m in enumerate(body):
             if m["role"] == "tool" and len(str(m.get("content") or "")) > len(TOOL_RESULT_REMOVED):
-                trimmed[i] = {**m, "content": TOOL_RESULT_REMOVED}
-                if self.fits(prefix, trimmed, tools):
-                    return trimmed
-        users = [i for i, m in enumerate(trimmed) if m["role"] == "user"]
-        for start in users[1:]:
-            if self.fits(prefix, trimmed[start:], tools):
+                body[i] = {**m, "content": TOOL_RESULT_REMOVED}
+                if done(body):
+                    return [*head, *body]
+        # 2. Long messages of the older turns, oldest turn first.
+        for start, end in zip(users, [*users[1:], current], strict=False):
+            if start >= current:
+                break
+            for i in range(start, end):
+                body[i] = _shortened(body[i], SHORT_MESSAGE_CHARS)
+            if done(body):
+                return [*head, *body]
+        # 3. The older turns themselves, oldest first.
+        for start in [*users[1:], current]:
+            if start and done(body[start:]):
                 log.warning("dropped %d messages to fit the context window", start)
-                return trimmed[start:]
-        # Only the current turn is left and it is still too big: shorten the question itself.
-        last = trimmed[users[-1] :] if users else trimmed
-        return _shorten_user_text(prefix, last, tools, self)
+                return [*head, *body[start:]]
+        turn = body[current:]
+        # 4. The current turn: finished tool exchanges collapse into notes, oldest first.
+        while _has_exchange(turn):
+            turn = _collapse_first_exchange(turn)
+            if done(turn):
+                return [*head, *turn]
+        # 5. Its long texts, the question last; then without the summary.
+        budget = self.config.limit - self.size(prefix, head, tools) - 64
+        shortened = _shorten_texts(turn, budget, self.counter)
+        if done(shortened) or not head:
+            return [*head, *shortened]
+        log.warning("the current turn alone fills the window: the thread summary is left out")
+        return _shorten_texts(
+            turn, self.config.limit - self.size(prefix, [], tools) - 64, self.counter
+        )
 
 
 def _is_summary_pair_part(m: Message) -> bool:
@@ -232,17 +289,43 @@ def _pack(lines: Sequence[str], budget: int, counter: TokenCounter) -> list[str]
     return chunks
 
 
-def _shorten_user_text(
-    prefix: Sequence[Message], turn: list[Message], tools: Any, compactor: Compactor
-) -> list[Message]:
-    spare = compactor.config.limit - compactor.size(prefix, [], tools) - 64
-    keep_chars = max(200, int(spare * compactor.counter.chars_per_token * 0.8))
+def _shortened(m: Message, max_chars: int) -> Message:
+    text = m.get("content")
+    if not isinstance(text, str) or len(text) <= max_chars:
+        return m
+    head = max_chars * 2 // 3
+    tail = max_chars - head
+    return {**m, "content": text[:head] + TEXT_SHORTENED + text[-tail:]}
+
+
+def _has_exchange(turn: Sequence[Message]) -> bool:
+    return any(m["role"] == "assistant" and m.get("tool_calls") for m in turn)
+
+
+def _collapse_first_exchange(turn: list[Message]) -> list[Message]:
+    """The turn with its first tool exchange (an assistant message with calls and their
+    results) replaced by one assistant note naming the tools: protocol-valid, a few tokens."""
+    start = next(i for i, m in enumerate(turn) if m["role"] == "assistant" and m.get("tool_calls"))
+    end = start + 1
+    while end < len(turn) and turn[end]["role"] == "tool":
+        end += 1
+    calls = turn[start]["tool_calls"]
+    names = ", ".join(sorted({str(c.get("function", {}).get("name", "?"))[:64] for c in calls}))
+    text = str(turn[start].get("content") or "")[:SHORT_MESSAGE_CHARS]
+    note = (
+        f"[{len(calls)} tool call(s) ({names}) and their results removed to fit the context window]"
+    )
+    collapsed = {"role": "assistant", "content": f"{text}\n{note}".strip()}
+    return [*turn[:start], collapsed, *turn[end:]]
+
+
+def _shorten_texts(turn: list[Message], budget: int, counter: TokenCounter) -> list[Message]:
+    """Shorten the turn's texts to share `budget` tokens, each keeping its start and end."""
+    keep_chars = max(200, int(max(budget, 0) * counter.chars_per_token * 0.8))
+    texts = [m for m in turn if isinstance(m.get("content"), str) and m["content"]]
+    each = max(100, keep_chars // max(1, len(texts)))
     out = []
     for m in turn:
-        text = str(m.get("content") or "")
-        if m["role"] == "user" and len(text) > keep_chars:
-            half = keep_chars // 2
-            marker = "\n[... middle removed to fit the context window ...]\n"
-            m = {**m, "content": text[:half] + marker + text[-half:]}
-        out.append(m)
+        limit = keep_chars if m["role"] == "user" and len(texts) == 1 else each
+        out.append(_shortened(m, limit) if m["role"] != "tool" else _shortened(m, 100))
     return out

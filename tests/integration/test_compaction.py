@@ -438,3 +438,38 @@ async def test_an_answer_reservation_as_large_as_the_window_still_fits(
         assert is_protocol_valid(r["messages"])
     # The answers still get most of the window.
     assert min(r["max_tokens"] for r in agent_requests(fake_llm)) > 4096 // 2
+
+
+# -- small windows ------------------------------------------------------------------------------
+
+
+async def test_a_small_window_keeps_the_summary_instead_of_dropping_it(
+    make_bot: MakeBot, fake_llm: FakeOpenAI, write_policy: Callable[[str], Path]
+) -> None:
+    # 14 turns of about 400 tokens in a 3,000-token window: the last three turns cannot fit.
+    bot = make_bot(policy_file=write_policy(POLICY_ROOMY), **llm(fake_llm, llm_context_window=3000))
+    summarizer = Summarizer()
+    fake_llm.responder = summarizer
+    questions = [f"turn {i}: " + " ".join(f"q{i}x{j}" for j in range(170)) for i in range(14)]
+    for i, question in enumerate(questions):
+        fake_llm.reply(f"answer {i} " + "a" * 400)
+        reply = await bot.send(question)
+        assert reply.ok, (i, reply)
+
+    sent = agent_requests(fake_llm)
+    first = next(i for i, r in enumerate(sent) if any(is_summary_message(m) for m in r["messages"]))
+    for i, r in enumerate(sent):
+        assert conversation(r)[-1]["content"] == questions[i]  # the question, whole
+        assert provider_tokens(r) + r["max_tokens"] <= 3000
+        if i >= first:
+            # Once summarized, every prompt carries the summary: never made to be thrown away.
+            assert sum(is_summary_message(m) for m in r["messages"]) == 1, i
+    made = [s.summary for s in (await stored(bot))[1]]
+    sent_texts = {m["content"] for r in sent for m in r["messages"]}
+    assert made and all(SUMMARY_PREFIX + s in sent_texts for s in made)
+    # Each summary after the first folds the one before it in.
+    assert all("SUMMARY-" in r["messages"][1]["content"] for r in summarizer.seen[1:])
+
+
+def is_summary_message(m: Message) -> bool:
+    return m["role"] == "user" and str(m["content"]).startswith(SUMMARY_PREFIX)

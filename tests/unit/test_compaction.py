@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from typing import Any
 
 import pytest
@@ -78,8 +79,10 @@ async def test_compaction_is_protocol_valid_keeps_last_three_turns_and_fits(
     compactor = Compactor(counter, config, Summarizer())
     users = [i for i, m in enumerate(history) if m["role"] == "user"]
     recent = history[users[-3] :] if len(users) > 3 else history
-    # The property holds for threads whose last three turns fit at all (with the summary).
-    summary_room = counter.count(summary_messages("summary #9")) + 8
+    # The property holds for threads whose last three turns fit beside a summary of full size
+    # (when they do not, fewer turns are kept verbatim and more is summarized).
+    full_summary = "x" * int(config.summary_tokens * counter.chars_per_token)
+    summary_room = counter.count(summary_messages(full_summary))
     recent_fits = counter.count([*PREFIX, *recent]) + summary_room < config.limit
 
     result = await compactor.fit(PREFIX, history)
@@ -215,3 +218,32 @@ def test_token_counter_calibrates_toward_the_providers_count() -> None:
         counter.calibrate(messages, None, 1000 + 12)
     assert 3.8 < counter.chars_per_token < 4.1
     assert counter.samples == 20
+
+
+@pytest.mark.parametrize("calls", [40, 1000])
+async def test_any_single_turn_can_be_brought_under_the_limit(calls: int) -> None:
+    """A turn alone bigger than the window (a flood of calls with large arguments, long
+    assistant text): its finished tool exchanges collapse into notes, texts are shortened,
+    and the question's start and end survive."""
+    ids = [f"c{i}" for i in range(calls)]
+    turn: list[Message] = [
+        {"role": "user", "content": "QUESTION-START " + "u" * 20_000 + " QUESTION-END"},
+        {
+            "role": "assistant",
+            "content": "thinking " * 2000,
+            "tool_calls": [
+                {"id": i, "type": "function", "function": {"name": "t", "arguments": "a" * 300}}
+                for i in ids
+            ],
+        },
+        *[{"role": "tool", "tool_call_id": i, "content": "r" * 50} for i in ids],
+    ]
+    history = [*summary_messages("the earlier part"), *turn]
+    compactor = Compactor(TokenCounter(), CompactionConfig(window=4096), Summarizer())
+    result = await compactor.fit(PREFIX, history)
+    assert compactor.fits(PREFIX, result.messages)
+    assert is_protocol_valid(result.messages)
+    assert result.messages[0]["content"].startswith(SUMMARY_PREFIX)  # kept
+    question = next(m["content"] for m in result.messages[2:] if m["role"] == "user")
+    assert question.startswith("QUESTION-START") and question.endswith("QUESTION-END")
+    assert f"{calls} tool call(s) (t)" in json.dumps(result.messages)
