@@ -100,3 +100,25 @@ def test_openai_sdk_model_dump_shape() -> None:
         }
     )
     assert parse_usage(deepseek.model_dump()) == Usage(64, 1, 32)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ({"prompt_tokens": -100_000, "completion_tokens": -1}, Usage(0, 0, 0)),
+        ({"prompt_tokens": True, "completion_tokens": "12"}, Usage(0, 0, 0)),
+        ({"prompt_tokens": 10**15, "completion_tokens": 5}, Usage(10_000_000, 5, 0)),
+        ({"prompt_tokens": 10, "prompt_cache_hit_tokens": 50}, Usage(10, 0, 10)),
+    ],
+)
+def test_reported_counts_are_clamped(raw: dict[str, Any], expected: Usage) -> None:
+    assert parse_usage(raw) == expected
+
+
+def test_settled_charges_the_estimate_where_the_provider_reported_nothing() -> None:
+    from core.llm.usage import settled
+
+    assert settled(None, 120, 30) == Usage(120, 30)
+    assert settled(Usage(0, 0), 120, 30) == Usage(120, 30)
+    assert settled(Usage(500, 0), 120, 30) == Usage(500, 30)
+    assert settled(Usage(500, 40, 100), 120, 30) == Usage(500, 40, 100)
