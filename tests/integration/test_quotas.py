@@ -430,7 +430,9 @@ async def test_settling_after_the_reservation_expired_does_not_give_it_back_twic
     ledger: QuotaLedger, clock: Clock
 ) -> None:
     limits = [user_limit(1000)]
-    slow = await ledger.reserve(limits, 300, minimum=10, expires_at=clock.now + timedelta(minutes=1))
+    slow = await ledger.reserve(
+        limits, 300, minimum=10, expires_at=clock.now + timedelta(minutes=1)
+    )
     clock.advance(timedelta(minutes=2))
     other = await ledger.reserve(limits, 200, minimum=10)  # sweeps the expired 300 back
     await ledger.settle(slow, 250)  # the slow call finished after all: its usage still counts
