@@ -77,6 +77,37 @@ def test_excluded_matches_the_walk(tmp_path: Path) -> None:
         ".aws/config",
         "secrets.yaml",
         "terraform.tfstate",
+        # issue 10: secret files that were indexed and served
+        ".envrc",
+        "deploy/.envrc",
+        "keys/deploy.ppk",
+        "certs/client.p12",
+        "certs/client.PFX",
+        "android/release.jks",
+        "android/debug.keystore",
+        ".npmrc",
+        "frontend/.npmrc",
+        ".pypirc",
+        "infra/prod.tfstate",
+        "infra/terraform.tfstate.backup",
+        "kubeconfig",
+        "ops/staging.kubeconfig",
+        "ops/kubeconfig.yaml",
+        "home/.kube/config",
+        "home/.aws/credentials",
+        "home/.config/gcloud/application_default_credentials.json",
+        "home/.config/gcloud/credentials.db",
+        "home/.config/gcloud/access_tokens.db",
+        "application_default_credentials.json",
+        "home/.azure/accessTokens.json",
+        "accessTokens.json",
+        "home/.docker/config.json",
+        ".my.cnf",
+        ".s3cfg",
+        ".vault-token",
+        ".terraformrc",
+        "keys/deploy_ed25519",
+        "AuthKey_ABC123.p8",
     ],
 )
 def test_secret_looking_files(path: str) -> None:
@@ -85,7 +116,20 @@ def test_secret_looking_files(path: str) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [".env.example", "src/secrets.py", "environment.py", "docs/keys.md", "src/credentials.py"],
+    [
+        ".env.example",
+        "src/secrets.py",
+        "environment.py",
+        "docs/keys.md",
+        "src/credentials.py",
+        "KEYS.asc",  # public keys and signatures: private-key blocks are redacted by content
+        "release.tar.gz.asc",
+        "prod.tfvars",  # settings; a password in one is redacted by content
+        "src/gcloud/storage.py",  # a package named gcloud, not ~/.config/gcloud
+        "src/kube.py",
+        "docker/config.json",
+        "tls/server.crt",
+    ],
 )
 def test_ordinary_files_are_not_secrets(path: str) -> None:
     assert not looks_secret(path)
