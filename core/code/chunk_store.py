@@ -3,7 +3,12 @@
 Indexing tells this module which files were added, changed or removed; their chunks are
 recomputed (tree-sitter parsing runs in a worker thread, off the event loop) and replaced per
 file in one transaction per batch, so a file never has half of its old and half of its new
-chunks. Embedding into the vector store will read from here.
+chunks. Embedding into the vector store reads from here.
+
+A file's text is redacted (`core.code.redact`) before it is chunked, so no key, token or
+password is stored in SQL, embedded, or hashed into a sparse vector: the chunk text, its
+context header (signatures included) and everything derived from them hold
+`[redacted secret]` instead.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from core.code.chunking import Chunk, chunk_file, embed_digest
+from core.code.redact import redact
 from core.store.engine import Database
 
 BATCH = 50  # files per worker-thread call and per transaction
@@ -27,7 +33,7 @@ def _chunk_batch(repo: str, root: Path, paths: Sequence[str]) -> list[tuple[str,
             text = (root / rel).read_text(encoding="utf-8", errors="replace")
         except OSError:  # deleted or unreadable since the walk: it simply has no chunks
             text = ""
-        out.append((rel, chunk_file(repo, rel, text)))
+        out.append((rel, chunk_file(repo, rel, redact(text, rel))))
     return out
 
 

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from core.code.chunking import Chunk, Kind
+from core.code.redact import redact
 from core.code.vectors import Mode, SearchHit, VectorStore, VectorStoreError
 
 if TYPE_CHECKING:
@@ -210,7 +211,8 @@ class CodeSearch:
         async with self._db.session() as s:
             ids = [h.chunk_id for h in hits]
             rows = (await s.exec(select(CodeChunk).where(col(CodeChunk.id).in_(ids)))).all()
-        texts = {r.id: r.text for r in rows}
+        # Chunks are redacted when they are made; again here for rows stored before that was so.
+        texts = await asyncio.to_thread(lambda: {r.id: redact(r.text, r.path) for r in rows})
         # A hit whose chunk is gone from SQL was re-indexed since: leave it out.
         return [
             CodeResult(

@@ -4,9 +4,13 @@ and `search_code`, hybrid semantic search for vague questions.
 Every tool reaches repositories through `RepoStore.visible` / `RepoStore.find`, so the policy's
 `repos` key filters everything, and a repository the session may not read answers exactly like
 one that does not exist. Paths are repo-relative: absolute paths and `..` are refused, a path
-is resolved (symlinks followed) and must stay inside the repository root, and files that look
-like secrets are never listed, searched or read. What the model gets back uses repo-relative
-paths and line numbers.
+is resolved (symlinks followed) and must stay inside the repository root.
+
+Every tool reads exactly the files indexing reads (`core.code.selection`): ripgrep's hits are
+filtered through the same rules whatever `path_glob` or pattern the model passes (a glob only
+narrows), `read_file` checks the resolved path, search results are re-checked. File content
+leaves only through `core.code.redact`: grep lines, read_file lines and search snippets show
+`[redacted secret]` where a key, token or password was, on the same line numbers.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import json
 import re
 import shutil
 import sysconfig
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -24,9 +28,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from core.code import messages
+from core.code.redact import redact
 from core.code.repos import RepoStore
 from core.code.secrets import looks_secret
-from core.code.walk import MAX_FILE_BYTES, SKIPPED_DIRS, excluded, is_binary, walk
+from core.code.selection import MAX_FILE_BYTES, SKIPPED_DIRS, Refusal, Selection, still_readable
+from core.code.walk import walk
 from core.errors import ToolError
 from core.session import ToolSession
 from core.tools.context import ToolContext
@@ -42,6 +48,10 @@ GREP_TIMEOUT = 10.0  # seconds for the whole search; results found by then are r
 MAX_GLOB_RESULTS = 200
 MAX_READ_LINES = 400
 MAX_LINE_CHARS = 300
+# ripgrep writes one JSON line per reported line, and JSON spells a control character in six
+# bytes (`\u0001`): room for any line of a file within the size limit, twice (its text and the
+# submatches'). A longer one is skipped, never fatal (`read_lines`).
+RG_LINE_LIMIT = 12 * MAX_FILE_BYTES + (1 << 16)
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
@@ -96,6 +106,15 @@ def _line(text: str) -> str:
     return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + " […]"
 
 
+def split_lines(text: str) -> list[str]:
+    """Lines as ripgrep and the chunker count them: only "\n" ends a line (splitlines would
+    also break at form feeds and other separators and shift every number after them)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
 # -- repository choice -----------------------------------------------------------------------
 
 
@@ -129,16 +148,20 @@ class _GrepRun:
     matches: int = 0
     stopped: bool = False  # more matches existed than `limit`
     timed_out: bool = False
+    skipped_lines: int = 0  # reported lines too long to read
     errors: list[str] = field(default_factory=list)
 
 
 def _text(obj: dict[str, Any]) -> str:
     if "text" in obj:
         return str(obj["text"])
-    return "<non-UTF-8 text>"
+    return "<non-UTF-8 text>"  # a path that is not UTF-8: Selection finds no such file
 
 
 def rg_command(pattern: str, path_glob: str | None, context_lines: int) -> list[str]:
+    """ripgrep, told to skip what the walk skips so it does not search in vain. What it
+    reports still goes through `Selection` (its gitignore dialect differs in corners, and
+    `--glob` overrides ignore rules), so the glob here only narrows the search."""
     cmd = [
         ripgrep_binary(),
         "--json",
@@ -146,6 +169,12 @@ def rg_command(pattern: str, path_glob: str | None, context_lines: int) -> list[
         "--hidden",  # like the walk: dot-folders such as .github are code too ...
         "--no-follow",  # ... but symlinks are not followed
         "--no-require-git",  # .gitignore applies even where there is no .git
+        # Ignore files the walk does not read: .ignore / .rgignore, the user's global
+        # gitignore, .git/info/exclude, and .gitignore files above the repository root.
+        "--no-ignore-dot",
+        "--no-ignore-global",
+        "--no-ignore-exclude",
+        "--no-ignore-parent",
         "--max-filesize",
         str(MAX_FILE_BYTES),
         "--context",
@@ -158,25 +187,55 @@ def rg_command(pattern: str, path_glob: str | None, context_lines: int) -> list[
     return [*cmd, "--regexp", pattern, "--", "."]
 
 
+async def read_lines(stream: asyncio.StreamReader) -> AsyncIterator[bytes | None]:
+    """The lines of `stream`; a line longer than the stream's limit is dropped and stands as
+    one None, so one monstrous line costs that line, not the whole search."""
+    skipping = False
+    while True:
+        try:
+            line = await stream.readuntil(b"\n")
+        except asyncio.IncompleteReadError as exc:  # the last line, without its newline
+            if exc.partial and not skipping:
+                yield exc.partial
+            return
+        except asyncio.LimitOverrunError as exc:  # what is buffered so far stays: drop it
+            await stream.readexactly(max(1, exc.consumed))
+            if not skipping:
+                skipping = True
+                yield None
+            continue
+        if skipping:  # the end of the dropped line
+            skipping = False
+            continue
+        yield line
+
+
 async def _grep_repo(repo: Repo, cmd: list[str], run: _GrepRun) -> None:
+    selection = Selection(Path(repo.root))
     proc = await asyncio.create_subprocess_exec(
         *cmd,
         cwd=repo.root,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        limit=1 << 22,  # one JSON line per matched line: minified files have long ones
+        limit=RG_LINE_LIMIT,
     )
     assert proc.stdout is not None and proc.stderr is not None
     current: _FileHits | None = None
     try:
-        while line := await proc.stdout.readline():
+        async for line in read_lines(proc.stdout):
+            if line is None:
+                run.skipped_lines += 1
+                continue
             event = json.loads(line)
             kind, data = event.get("type"), event.get("data", {})
             if kind not in ("match", "context"):
                 continue
             rel = _text(data["path"]).removeprefix("./")
-            if looks_secret(rel):
+            allowed = selection.known(rel)
+            if allowed is None:  # first hit in this file: stats, maybe a .gitignore read
+                allowed = await asyncio.to_thread(selection.allows, rel)
+            if not allowed:
                 continue
             if kind == "match":
                 if run.matches >= run.limit:
@@ -187,7 +246,8 @@ async def _grep_repo(repo: Repo, cmd: list[str], run: _GrepRun) -> None:
                 current = _FileHits(repo.name, rel)
                 run.files.append(current)
             number = int(data.get("line_number") or 0)
-            current.lines.append((number, kind == "match", _line(_text(data["lines"]))))
+            # The text shown is the file's own line, redacted (`redact_hits`), not ripgrep's.
+            current.lines.append((number, kind == "match", ""))
         else:
             stderr = (await proc.stderr.read()).decode("utf-8", "replace")
             if await proc.wait() == 2 and stderr.strip():
@@ -198,11 +258,34 @@ async def _grep_repo(repo: Repo, cmd: list[str], run: _GrepRun) -> None:
             await proc.wait()
 
 
+def redact_hits(run: _GrepRun, roots: dict[str, Path]) -> None:
+    """Show each reported line as the file's redacted line of that number: a secret never
+    leaves, even on a line that matched only through it, and a private-key block is
+    recognised across lines (ripgrep sees one line at a time)."""
+    kept: list[_FileHits] = []
+    for hits in run.files:
+        try:
+            text = (roots[hits.repo] / hits.path).read_text(encoding="utf-8", errors="replace")
+        except OSError:  # gone since ripgrep read it
+            run.matches -= sum(is_match for _, is_match, _ in hits.lines)
+            continue
+        lines = split_lines(redact(text, hits.path))
+        hits.lines = [
+            (number, is_match, _line(lines[number - 1]))
+            for number, is_match, _ in hits.lines
+            if 0 < number <= len(lines)
+        ]
+        kept.append(hits)
+    run.files = kept
+
+
 def format_grep(run: _GrepRun, pattern: str) -> str:
     if not run.files:
         text = f"No matches for /{pattern}/."
         if run.timed_out:
             text += f" (The search timed out after {GREP_TIMEOUT:.0f} s.)"
+        if run.skipped_lines:
+            text += f" ({run.skipped_lines} line(s) too long to read were skipped.)"
         return text
     out = [f"{run.matches} match{'es' * (run.matches != 1)} in {len(run.files)} file(s):"]
     for hits in run.files:
@@ -217,6 +300,8 @@ def format_grep(run: _GrepRun, pattern: str) -> str:
         out.append(f"[stopped at {run.limit} matches; narrow the pattern or path_glob]")
     if run.timed_out:
         out.append(f"[the search timed out after {GREP_TIMEOUT:.0f} s; results are partial]")
+    if run.skipped_lines:
+        out.append(f"[{run.skipped_lines} line(s) too long to read were skipped]")
     return "\n".join(out)
 
 
@@ -289,6 +374,7 @@ def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]
                         break
         except TimeoutError:
             run.timed_out = True
+        await asyncio.to_thread(redact_hits, run, {r.name: Path(r.root) for r in repos})
         if run.errors and not run.files:
             raise ToolError(f"the search failed: {run.errors[0]}")
         return format_grep(run, args.pattern)
@@ -323,6 +409,8 @@ def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]
             results = await search.search(args.query, [r.name for r in repos], k=args.top_k)
         except VectorStoreError as exc:
             raise ToolError(f"{exc}; use grep_code instead") from None
+        roots = {r.name: Path(r.root) for r in repos}
+        results = await asyncio.to_thread(still_readable, results, roots)
         return format_search(results, args.query)
 
     async def any_repo(session: ToolSession) -> bool:
@@ -364,6 +452,17 @@ def format_glob(repos: list[Repo], pattern: str) -> str:
     return "\n".join(out)
 
 
+def _refusal_message(refusal: Refusal, rel: str, repo: str) -> str:
+    return {
+        "secret": f"refused: {rel} looks like it holds secrets (keys, credentials, .env)",
+        "missing": f"no file {rel!r} in {repo}; use glob_files to find it",
+        "ignored": f"refused: {rel} is ignored (.gitignore or a vendored folder)",
+        "symlink": f"refused: {rel} is or goes through a symbolic link; read the real path",
+        "large": f"refused: {rel} is larger than {MAX_FILE_BYTES:,} bytes",
+        "binary": f"refused: {rel} is a binary file",
+    }[refusal]
+
+
 def _read(repo: Repo, args: ReadArgs) -> str:
     rel = clean_relative(args.path)
     if not rel:
@@ -371,17 +470,16 @@ def _read(repo: Repo, args: ReadArgs) -> str:
     _refuse_secret(rel)
     root = Path(repo.root).resolve()
     target, real = confine(root, rel)
-    _refuse_secret(real)  # a harmless-looking symlink to a secret inside the repo
-    if not target.is_file():
-        raise ToolError(f"no file {rel!r} in {repo.name}; use glob_files to find it")
-    if excluded(root, real):
-        raise ToolError(f"refused: {rel} is ignored (.gitignore or a vendored folder)")
-    if target.stat().st_size > MAX_FILE_BYTES:
-        raise ToolError(f"refused: {rel} is larger than {MAX_FILE_BYTES:,} bytes")
-    if is_binary(target):
-        raise ToolError(f"refused: {rel} is a binary file")
-    lines = target.read_text(encoding="utf-8", errors="replace").splitlines()
-    return format_read(repo.name, rel, lines, args.start_line, args.end_line)
+    # The real path first: a harmless-looking symlink to a secret is refused as a secret. Then
+    # the path as given: like the walk, no symlink is followed, even to a readable file.
+    selection = Selection(root)
+    refusal = selection.refusal(real) or selection.refusal(rel)
+    if refusal is not None:
+        raise ToolError(_refusal_message(refusal, rel, repo.name))
+    text = target.read_text(encoding="utf-8", errors="replace")
+    return format_read(
+        repo.name, rel, split_lines(redact(text, real)), args.start_line, args.end_line
+    )
 
 
 def format_read(repo: str, rel: str, lines: list[str], start: int, end: int | None) -> str:

@@ -1,15 +1,15 @@
-"""Which files of a repository Threadline reads, and incremental indexing of them.
+"""Walking a repository's readable files, and incremental indexing of them.
 
-`walk(root)` yields the readable files of a work tree: `.gitignore` files are honoured (the
-root's and nested ones, with git's semantics through `pathspec`), vendored and generated
-folders are skipped, and so are symlinks (they may point anywhere), binary files (a NUL byte in
-the first 8 KiB), files over the size limit and files that look like secrets.
+`walk(root)` yields the readable files of a work tree, by the rules of `core.code.selection`
+(which every code tool applies too): `.gitignore` files are honoured (the root's and nested
+ones), vendored and generated folders are skipped, and so are symlinks, binary files, files
+over the size limit and files that look like secrets.
 
 `index_repo(...)` brings a repository's `RepoFile` rows in line with the work tree: unchanged
 files are recognised by size and mtime (then by hash when those moved), changed and new files
-are hashed and stored, deleted ones removed. Its `IndexResult` names the paths that were added,
-changed and removed: that is the seam where chunking and embedding will hook in (re-chunk the
-upserted paths, drop the removed ones from the vector store). Nothing of that exists yet.
+are hashed and stored, deleted ones removed; then the chunks of added and changed files are
+recomputed (`core.code.chunk_store`). Its `IndexResult` names the paths that were added,
+changed and removed.
 """
 
 from __future__ import annotations
@@ -24,47 +24,25 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.code.secrets import looks_secret
+from core.code.selection import (
+    MAX_FILE_BYTES,
+    SKIPPED_DIRS,
+    Selection,
+    Specs,
+    file_refusal,
+    ignore_spec,
+    ignored,
+    is_binary,
+    skipped_dir,
+)
 
 if TYPE_CHECKING:
-    import pathspec
-
     from core.store.engine import Database
     from core.store.models import Repo
 
-MAX_FILE_BYTES = 1_000_000
-SNIFF_BYTES = 8_192
-HASH_BATCH = 64  # files hashed per worker-thread hop (and per progress report)
+__all__ = ["MAX_FILE_BYTES", "SKIPPED_DIRS", "excluded", "index_repo", "is_binary", "walk"]
 
-SKIPPED_DIRS = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "node_modules",
-        "bower_components",
-        "vendor",
-        "third_party",
-        "dist",
-        "build",
-        "out",
-        "target",
-        "__pycache__",
-        ".venv",
-        "venv",
-        ".tox",
-        ".nox",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        ".gradle",
-        ".next",
-        ".nuxt",
-        ".terraform",
-        ".idea",
-        ".eggs",
-    }
-)
+HASH_BATCH = 64  # files hashed per worker-thread hop (and per progress report)
 
 Progress = Callable[[int, int], None]  # (files examined, files in the tree)
 
@@ -99,49 +77,14 @@ class IndexResult:
         }
 
 
-def is_binary(path: Path) -> bool:
-    with path.open("rb") as fh:
-        return b"\0" in fh.read(SNIFF_BYTES)
-
-
-def _ignore_spec(directory: Path) -> pathspec.GitIgnoreSpec | None:
-    import pathspec
-
-    ignore = directory / ".gitignore"
-    try:
-        if ignore.is_symlink() or not ignore.is_file():
-            return None
-        lines = ignore.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return None
-    return pathspec.GitIgnoreSpec.from_lines(lines)
-
-
-def _ignored(specs: list[tuple[str, pathspec.GitIgnoreSpec]], rel: str, is_dir: bool) -> bool:
-    """git's rule: the deepest .gitignore with a matching pattern decides (a `!pattern` in a
-    nested file re-includes what a parent excluded)."""
-    candidate = rel + "/" if is_dir else rel
-    for base, spec in reversed(specs):
-        sub = candidate[len(base) + 1 :] if base else candidate
-        result = spec.check_file(sub)
-        if result.include is not None:
-            return bool(result.include)
-    return False
-
-
 def walk(root: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Iterator[WalkedFile]:
     """The files of `root` Threadline may read, in a stable (sorted) order."""
     root = root.resolve()
     yield from _walk_dir(root, "", [], max_bytes)
 
 
-def _walk_dir(
-    directory: Path,
-    rel: str,
-    specs: list[tuple[str, pathspec.GitIgnoreSpec]],
-    max_bytes: int,
-) -> Iterator[WalkedFile]:
-    spec = _ignore_spec(directory)
+def _walk_dir(directory: Path, rel: str, specs: Specs, max_bytes: int) -> Iterator[WalkedFile]:
+    spec = ignore_spec(directory)
     if spec is not None:
         specs = [*specs, (rel, spec)]
     try:
@@ -154,21 +97,13 @@ def _walk_dir(
             st = entry.stat(follow_symlinks=False)
         except OSError:
             continue
-        if stat.S_ISLNK(st.st_mode):
-            continue
         if stat.S_ISDIR(st.st_mode):
-            if entry.name in SKIPPED_DIRS or _ignored(specs, child, True):
+            if skipped_dir(entry.name) or ignored(specs, child, True):
                 continue
             yield from _walk_dir(Path(entry.path), child, specs, max_bytes)
-        elif stat.S_ISREG(st.st_mode):
-            if st.st_size > max_bytes or looks_secret(child) or _ignored(specs, child, False):
-                continue
-            try:
-                if is_binary(Path(entry.path)):
-                    continue
-            except OSError:
-                continue
-            yield WalkedFile(child, st.st_size, st.st_mtime_ns)
+        elif not ignored(specs, child, False):
+            if file_refusal(child, st, Path(entry.path), max_bytes) is None:
+                yield WalkedFile(child, st.st_size, st.st_mtime_ns)
 
 
 def sha256_file(path: Path) -> str:
@@ -293,20 +228,5 @@ async def index_repo(
 
 def excluded(root: Path, rel: str) -> bool:
     """Whether the walk would leave out the file `rel` for its folders or a .gitignore (the
-    per-file checks, binary, size and secrets, are the caller's). `rel` is a clean relative
-    path ("a/b.py"); `root` is resolved."""
-    parts = rel.split("/")
-    if any(part in SKIPPED_DIRS for part in parts[:-1]):
-        return True
-    specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
-    base = ""
-    directory = root
-    for i, part in enumerate(parts):
-        spec = _ignore_spec(directory)
-        if spec is not None:
-            specs.append((base, spec))
-        child = f"{base}/{part}" if base else part
-        if _ignored(specs, child, is_dir=i < len(parts) - 1):
-            return True
-        base, directory = child, directory / part
-    return False
+    per-file checks are `Selection.refusal`'s). `rel` is a clean relative path ("a/b.py")."""
+    return Selection(root).excluded(rel)

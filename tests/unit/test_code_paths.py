@@ -3,13 +3,14 @@ and repository naming (core/code/tools.py, core/code/repos.py), on a real fixtur
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from core.code.repos import RepoError, default_name, is_git_url, redact_url, validate_name
 from core.code.secrets import looks_secret
-from core.code.tools import clean_relative, confine, format_read
+from core.code.tools import clean_relative, confine, format_read, read_lines, split_lines
 from core.code.walk import excluded, walk
 from core.errors import ToolError
 from tests.code_repo import READABLE, make_repo, write
@@ -204,3 +205,22 @@ def test_git_urls_and_redaction() -> None:
     assert not is_git_url("relative/dir")
     assert redact_url("https://bob:tok3n@host:8443/x.git") == "https://host:8443/x.git"
     assert redact_url("https://host/x.git") == "https://host/x.git"
+
+
+async def test_read_lines_skips_a_line_over_the_limit_and_goes_on() -> None:
+    stream = asyncio.StreamReader(limit=64)
+    stream.feed_data(b"first\n" + b"x" * 500 + b"\nsecond\n" + b"y" * 100 + b"\nlast")
+    stream.feed_eof()
+    assert [line async for line in read_lines(stream)] == [
+        b"first\n",
+        None,
+        b"second\n",
+        None,
+        b"last",
+    ]
+
+
+def test_lines_are_numbered_as_ripgrep_numbers_them() -> None:
+    assert split_lines("a\r\nb\x0cc\n\nd\n") == ["a", "b\x0cc", "", "d"]
+    assert split_lines("no newline") == ["no newline"]
+    assert split_lines("") == []
