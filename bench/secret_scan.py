@@ -10,7 +10,7 @@ adapters/, bot/ and tests/), the files `walk()` selects are read into memory onc
 - redact: `redact` over every file alone;
 - chunk + redact: `chunk_file(redact(text))`, what `core/code/chunk_store.py` does now;
 - index: `index_repo` (walk, hash, SQLite writes, chunking; no embedding) into a fresh
-  database, with redaction and with it replaced by the identity.
+  database, with redaction and with it replaced by the identity, runs alternating.
 
 Overhead % = extra time over the run without redaction. Embedding, which indexing runs after
 this (~25-40 chunks/s on the 2-core machine, bench/RESULTS.md), is left out: against it the
@@ -101,8 +101,11 @@ def measure(root: Path, runs: int) -> dict[str, float | int | str]:
             changed += sum(a != b for a, b in pairs)
     # The project folders are indexed as one repository only through ROOT: index just core/.
     index_root = root if root != ROOT else ROOT / "core"
-    plain = min(asyncio.run(index_once(index_root, False)) for _ in range(runs))
-    redacting = min(asyncio.run(index_once(index_root, True)) for _ in range(runs))
+    # Alternated, so drift over the runs (load, caches) weighs on both alike.
+    plain, redacting = float("inf"), float("inf")
+    for _ in range(runs):
+        plain = min(plain, asyncio.run(index_once(index_root, False)))
+        redacting = min(redacting, asyncio.run(index_once(index_root, True)))
     return {
         "corpus": str(root.relative_to(ROOT)) if root.is_relative_to(ROOT) else str(root),
         "files": len(files),
