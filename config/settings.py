@@ -34,6 +34,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from core.policy import toml_kind
+
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
@@ -157,21 +159,6 @@ class ResolvedProvider(BaseModel):
 
 def _alias(env: str, key: str) -> AliasChoices:
     return AliasChoices(env, key)
-
-
-def toml_kind(value: object) -> str:
-    """TOML's name for a value `tomllib` produced (never the value: it may be a secret)."""
-    for kind, name in (
-        (bool, "a boolean"),  # before int: a bool is an int in Python
-        (int, "an integer"),
-        (float, "a float"),
-        (str, "a string"),
-        (list, "an array"),
-        (dict, "a table"),
-    ):
-        if isinstance(value, kind):
-            return name
-    return "a date or time"
 
 
 def _plain_type(annotation: object) -> object:

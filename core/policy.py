@@ -228,8 +228,8 @@ _EXPECTED = {
 }
 
 
-def _toml_kind(value: object) -> str:
-    """TOML's name for a value `tomllib` produced."""
+def toml_kind(value: object) -> str:
+    """TOML's name for a value `tomllib` produced (never the value: it may be a secret)."""
     for kind, name in (
         (bool, "a boolean"),  # before int: a bool is an int in Python
         (int, "an integer"),
@@ -252,7 +252,7 @@ def _describe(exc: ValidationError, raw: dict[str, object], source: str) -> str:
         if err["type"] == "literal_error" and not isinstance(err["input"], str):
             expected = "a string"
         if expected is not None:
-            msg = f"must be {expected}, not {_toml_kind(err['input'])}"
+            msg = f"must be {expected}, not {toml_kind(err['input'])}"
         elif err["type"] == "literal_error":  # Permission is the only Literal in the format
             msg = (
                 f"unknown permission {err['input']!r}; known: {', '.join(sorted(ALL_PERMISSIONS))}"

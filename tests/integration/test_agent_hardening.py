@@ -17,6 +17,7 @@ from sqlmodel import col, select
 
 from core import messages
 from core.memory.compaction import is_protocol_valid
+from core.memory.history import HistoryStore
 from core.memory.tokens import TokenCounter
 from core.request import ConversationKey
 from core.store.models import AuditEntry, QuotaUsage, ThreadMessage, UsageRecord
@@ -123,26 +124,17 @@ async def test_a_thread_stored_with_broken_call_ids_is_repaired_on_load(
 ) -> None:
     bot = make_bot(tools=(note,), **llm(fake_llm))
     conv = ConversationKey("console", "local", "console", "t1")
-    broken = [
-        ("user", "first", None, None),
-        ("assistant", "", [{"id": "", "type": "function", "function": {"name": "note"}}], None),
-        ("tool", "orphan result", None, None),  # its id was dropped on reload
-        ("assistant", "first answer", None, None),
+    broken = [  # as an earlier version stored a call with an empty id
+        {"role": "user", "content": "first"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "", "type": "function", "function": {"name": "note"}}],
+        },
+        {"role": "tool", "tool_call_id": "", "content": "orphan result"},
+        {"role": "assistant", "content": "first answer"},
     ]
-    async with bot.app.db.session() as s:
-        for role, content, calls, call_id in broken:
-            s.add(
-                ThreadMessage(
-                    platform=conv.platform,
-                    tenant=conv.tenant,
-                    channel=conv.channel,
-                    thread=conv.thread,
-                    role=role,
-                    content=content,
-                    tool_calls=json.dumps(calls) if calls else None,
-                    tool_call_id=call_id,
-                )
-            )
+    await HistoryStore(bot.app.db).append(conv, broken)
     fake_llm.reply("fine")
     reply = await bot.send("second", tenant="local", channel="console")
     assert reply.ok, reply.text
