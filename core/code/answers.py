@@ -3,20 +3,17 @@
 With no LLM configured Threadline still helps where it honestly can: a question in a
 conversation that may read code gets the top hybrid search results, introduced as what they
 are (search results, not an answer). Anywhere else the caller falls back to the plain "no model"
-reply. The hits obey what the code tools obey: snippets come redacted from `CodeSearch`, and a
-hit whose file is no longer readable (ignored or renamed since it was indexed) is left out.
+reply. The hits obey what the code tools obey: `CodeSearch` redacts snippets and leaves out a
+hit whose file is no longer readable (ignored or renamed since it was indexed).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 
 from core.code.repos import RepoStore
 from core.code.search import CodeResult, CodeSearch
-from core.code.selection import still_readable
 from core.code.vectors import VectorStoreError
 from core.request import Reply
 from core.session import ToolSession
@@ -49,15 +46,14 @@ def offline_answer(repos: RepoStore, search: CodeSearch) -> OfflineAnswer:
     async def answer(session: ToolSession, text: str) -> Reply | None:
         if not session.allows("code.read"):
             return None
-        visible = {r.name: Path(r.root) for r in await repos.visible(session)}
+        visible = [r.name for r in await repos.visible(session)]
         if not visible:
             return None
         try:
-            results = await search.search(text, list(visible), k=OFFLINE_HITS)
+            results = await search.search(text, visible, k=OFFLINE_HITS)
         except VectorStoreError as exc:
             log.info("no offline search answer: %s", exc)
             return None
-        results = await asyncio.to_thread(still_readable, results, visible)
         if not results:
             return None
         return Reply(render_hits(results))

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.code.chunking import Chunk, chunk_file, embed_digest
+from core.code.chunking import CHUNK_FORMAT, Chunk, chunk_file, embed_digest
 from core.code.redact import redact
 from core.store.engine import Database
 
@@ -47,6 +47,28 @@ async def paths_without_chunks(db: Database, repo_id: int, paths: Sequence[str])
         stmt = select(CodeChunk.path).where(col(CodeChunk.repo_id) == repo_id).distinct()
         chunked = set((await s.exec(stmt)).all())
     return [p for p in paths if p not in chunked]
+
+
+async def chunk_format(db: Database, repo_id: int) -> int:
+    """The format the repository's chunks were made with; 0 when unknown (made before formats
+    were recorded)."""
+    from sqlmodel import col, select
+
+    from core.store.models import RepoChunkFormat
+
+    async with db.session() as s:
+        stmt = select(RepoChunkFormat.version).where(col(RepoChunkFormat.repo_id) == repo_id)
+        found = (await s.exec(stmt)).first()
+    return found or 0
+
+
+async def record_chunk_format(db: Database, repo_id: int) -> None:
+    from core.store.models import RepoChunkFormat
+
+    table = RepoChunkFormat.__table__  # type: ignore[attr-defined]
+    values = {"repo_id": repo_id, "version": CHUNK_FORMAT}
+    async with db.session() as s:
+        await s.exec(db.upsert(table, values, ["repo_id"], ["version"]))
 
 
 async def _serialize_repo_writes(db: Database, session: Any, repo_id: int) -> None:

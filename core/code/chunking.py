@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 
 Kind = Literal["function", "method", "class", "file", "section"]
 
+# Raise it whenever chunks of the same file come out differently, so stored chunks are remade
+# on the next index (2: content is redacted before chunking).
+CHUNK_FORMAT = 2
 MAX_FILE_CHARS = 2_000
 MAX_FUNCTION_CHARS = 4_000
 MAX_CLASS_CHARS = 4_000

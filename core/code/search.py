@@ -17,10 +17,12 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from core.code.chunking import Chunk, Kind
 from core.code.redact import redact
+from core.code.selection import still_readable
 from core.code.vectors import Mode, SearchHit, VectorStore, VectorStoreError
 
 if TYPE_CHECKING:
@@ -198,7 +200,7 @@ class CodeSearch:
         """The best `k` chunks of `repos` (names the caller may read) with snippets."""
         from sqlmodel import col, select
 
-        from core.store.models import CodeChunk
+        from core.store.models import CodeChunk, Repo
 
         if not repos:
             return []
@@ -214,7 +216,7 @@ class CodeSearch:
         # Chunks are redacted when they are made; again here for rows stored before that was so.
         texts = await asyncio.to_thread(lambda: {r.id: redact(r.text, r.path) for r in rows})
         # A hit whose chunk is gone from SQL was re-indexed since: leave it out.
-        return [
+        results = [
             CodeResult(
                 h.repo,
                 h.path,
@@ -228,3 +230,9 @@ class CodeSearch:
             for h in hits
             if h.chunk_id in texts
         ]
+        # The index is a snapshot: a file ignored, renamed to a secret-looking name or deleted
+        # since it was indexed is not shown, whoever asks (tools, offline answers, the CLI).
+        async with self._db.session() as s:
+            stmt = select(Repo.name, Repo.root).where(col(Repo.name).in_(list(repos)))
+            roots = {name: Path(root) for name, root in (await s.exec(stmt)).all()}
+        return await asyncio.to_thread(still_readable, results, roots)

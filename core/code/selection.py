@@ -98,12 +98,22 @@ def skipped_dir(name: str) -> bool:
     return name in SKIPPED_DIRS
 
 
+def printable_name(name: str) -> bool:
+    """Whether a file or folder name is text: names that are not UTF-8 reach Python as lone
+    surrogates, which the database, JSON and chat platforms all refuse."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def file_refusal(rel: str, st: os.stat_result, path: Path, max_bytes: int) -> Refusal | None:
     """The per-file rules, for a file whose folders are readable and that no .gitignore
     ignores; `st` is its lstat. The binary check reads the file, so it comes last."""
     if stat.S_ISLNK(st.st_mode):
         return "symlink"
-    if not stat.S_ISREG(st.st_mode):
+    if not stat.S_ISREG(st.st_mode) or not printable_name(rel):
         return "missing"
     if looks_secret(rel):
         return "secret"

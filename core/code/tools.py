@@ -19,6 +19,7 @@ import asyncio
 import json
 import re
 import shutil
+import subprocess
 import sysconfig
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field, replace
@@ -31,7 +32,7 @@ from core.code import messages
 from core.code.redact import redact
 from core.code.repos import RepoStore
 from core.code.secrets import looks_secret
-from core.code.selection import MAX_FILE_BYTES, SKIPPED_DIRS, Refusal, Selection, still_readable
+from core.code.selection import MAX_FILE_BYTES, SKIPPED_DIRS, Refusal, Selection
 from core.code.walk import walk
 from core.errors import ToolError
 from core.session import ToolSession
@@ -258,25 +259,65 @@ async def _grep_repo(repo: Repo, cmd: list[str], run: _GrepRun) -> None:
             await proc.wait()
 
 
-def redact_hits(run: _GrepRun, roots: dict[str, Path]) -> None:
+def redact_hits(run: _GrepRun, roots: dict[str, Path], pattern: str) -> None:
     """Show each reported line as the file's redacted line of that number: a secret never
     leaves, even on a line that matched only through it, and a private-key block is
-    recognised across lines (ripgrep sees one line at a time)."""
-    kept: list[_FileHits] = []
+    recognised across lines (ripgrep sees one line at a time). A match whose line changed
+    under redaction is kept only if the redacted line still matches the pattern by itself:
+    otherwise a pattern could probe a secret a character at a time."""
+    files: list[tuple[_FileHits, list[str]]] = []
+    suspects: list[tuple[int, int]] = []  # (index in `files`, line number) redaction changed
     for hits in run.files:
         try:
             text = (roots[hits.repo] / hits.path).read_text(encoding="utf-8", errors="replace")
         except OSError:  # gone since ripgrep read it
             run.matches -= sum(is_match for _, is_match, _ in hits.lines)
             continue
+        original = split_lines(text)
         lines = split_lines(redact(text, hits.path))
-        hits.lines = [
-            (number, is_match, _line(lines[number - 1]))
-            for number, is_match, _ in hits.lines
-            if 0 < number <= len(lines)
+        hits.lines = [(n, m, t) for n, m, t in hits.lines if 0 < n <= len(lines)]
+        suspects += [
+            (len(files), n) for n, m, _ in hits.lines if m and lines[n - 1] != original[n - 1]
         ]
-        kept.append(hits)
+        files.append((hits, lines))
+    matching = _matching_lines(pattern, [files[i][1][n - 1] for i, n in suspects])
+    withheld = {suspects[j] for j in range(len(suspects)) if j not in matching}
+    kept: list[_FileHits] = []
+    for index, (hits, lines) in enumerate(files):
+        shown = []
+        for number, is_match, _ in hits.lines:
+            if (index, number) in withheld:
+                run.matches -= 1
+                continue
+            shown.append((number, is_match, _line(lines[number - 1])))
+        hits.lines = shown
+        if any(is_match for _, is_match, _ in shown):
+            kept.append(hits)  # context lines alone would still tell that something matched
     run.files = kept
+
+
+def _matching_lines(pattern: str, lines: list[str]) -> set[int]:
+    """The indexes of `lines` that `pattern` matches, by ripgrep itself (same syntax, linear
+    time): one run over all of them. On any failure, none."""
+    if not lines:
+        return set()
+    cmd = [ripgrep_binary(), "--no-config", "--line-number", "--max-columns", "1"]
+    try:
+        done = subprocess.run(
+            [*cmd, "--regexp", pattern, "-"],
+            input="\n".join(lines).encode("utf-8", "replace"),
+            capture_output=True,
+            timeout=GREP_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return set()
+    found = set()
+    for out in done.stdout.splitlines():
+        number, sep, _ = out.partition(b":")
+        if sep and number.isdigit():
+            found.add(int(number) - 1)
+    return found
 
 
 def format_grep(run: _GrepRun, pattern: str) -> str:
@@ -374,7 +415,8 @@ def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]
                         break
         except TimeoutError:
             run.timed_out = True
-        await asyncio.to_thread(redact_hits, run, {r.name: Path(r.root) for r in repos})
+        roots = {r.name: Path(r.root) for r in repos}
+        await asyncio.to_thread(redact_hits, run, roots, args.pattern)
         if run.errors and not run.files:
             raise ToolError(f"the search failed: {run.errors[0]}")
         return format_grep(run, args.pattern)
@@ -409,8 +451,6 @@ def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]
             results = await search.search(args.query, [r.name for r in repos], k=args.top_k)
         except VectorStoreError as exc:
             raise ToolError(f"{exc}; use grep_code instead") from None
-        roots = {r.name: Path(r.root) for r in repos}
-        results = await asyncio.to_thread(still_readable, results, roots)
         return format_search(results, args.query)
 
     async def any_repo(session: ToolSession) -> bool:

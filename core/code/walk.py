@@ -33,6 +33,7 @@ from core.code.selection import (
     ignore_spec,
     ignored,
     is_binary,
+    printable_name,
     skipped_dir,
 )
 
@@ -98,7 +99,9 @@ def _walk_dir(directory: Path, rel: str, specs: Specs, max_bytes: int) -> Iterat
         except OSError:
             continue
         if stat.S_ISDIR(st.st_mode):
-            if skipped_dir(entry.name) or ignored(specs, child, True):
+            if skipped_dir(entry.name) or not printable_name(entry.name):
+                continue
+            if ignored(specs, child, True):
                 continue
             yield from _walk_dir(Path(entry.path), child, specs, max_bytes)
         elif not ignored(specs, child, False):
@@ -215,14 +218,26 @@ async def index_repo(
     repo.file_count = file_count
     # Chunks follow the files: new and changed ones are re-chunked, removed ones dropped, and
     # files indexed before they had chunks catch up. (Embedding will hook in here next.)
-    from core.code.chunk_store import paths_without_chunks, replace_chunks
+    # Chunks of an older format (made before secrets were redacted, say) are all remade.
+    from core.code.chunk_store import (
+        chunk_format,
+        paths_without_chunks,
+        record_chunk_format,
+        replace_chunks,
+    )
+    from core.code.chunking import CHUNK_FORMAT
 
     current = sorted(seen)
     stale = set(added) | set(changed)
-    missing = await paths_without_chunks(db, repo.id, [p for p in current if p not in stale])
+    rest = [p for p in current if p not in stale]
+    if await chunk_format(db, repo.id) != CHUNK_FORMAT:
+        missing = rest
+    else:
+        missing = await paths_without_chunks(db, repo.id, rest)
     written = await replace_chunks(
         db, repo.id, repo.name, root, [*added, *changed, *missing], removed
     )
+    await record_chunk_format(db, repo.id)
     return IndexResult(tuple(added), tuple(changed), tuple(removed), unchanged, written)
 
 

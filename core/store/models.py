@@ -233,6 +233,17 @@ class Repo(SQLModel, table=True):
     file_count: int = 0
 
 
+class RepoChunkFormat(SQLModel, table=True):
+    """Which chunk format a repository's stored chunks were made with
+    (`core.code.chunking.CHUNK_FORMAT`): chunks of an older format are remade on the next index,
+    whether or not their files changed (say, chunks stored before content was redacted)."""
+
+    __tablename__ = "repo_chunk_formats"
+
+    repo_id: int = Field(foreign_key="repos.id", primary_key=True, ondelete="CASCADE")
+    version: int
+
+
 class RepoFile(SQLModel, table=True):
     """One indexed file of a repository, with what re-indexing compares: size and mtime first
     (cheap), then the content hash."""

@@ -4,12 +4,14 @@ and repository naming (core/code/tools.py, core/code/repos.py), on a real fixtur
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import pytest
 
 from core.code.repos import RepoError, default_name, is_git_url, redact_url, validate_name
 from core.code.secrets import looks_secret
+from core.code.selection import Selection
 from core.code.tools import clean_relative, confine, format_read, read_lines, split_lines
 from core.code.walk import excluded, walk
 from core.errors import ToolError
@@ -24,6 +26,18 @@ def test_walk_yields_exactly_the_readable_files(tmp_path: Path) -> None:
     app = next(f for f in files if f.path == "src/app.py")
     assert app.size == (root / "src/app.py").stat().st_size
     assert app.mtime_ns == (root / "src/app.py").stat().st_mtime_ns
+
+
+def test_names_that_are_not_utf8_are_left_out(tmp_path: Path) -> None:
+    # They would reach the database and JSON as lone surrogates, which both refuse.
+    root = tmp_path / "repo"
+    write(root, "ok.py", "x = 1\n")
+    os.mkdir(os.path.join(os.fsencode(root), b"dir\xff"))
+    for name in (b"bad\xff.py", b"dir\xff/inner.py"):
+        with open(os.path.join(os.fsencode(root), name), "wb") as fh:
+            fh.write(b"y = 2\n")
+    assert [f.path for f in walk(root)] == ["ok.py"]
+    assert Selection(root).refusal(os.fsdecode(b"bad\xff.py")) == "missing"
 
 
 def test_walk_size_limit_is_a_parameter(tmp_path: Path) -> None:
