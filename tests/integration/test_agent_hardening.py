@@ -124,7 +124,7 @@ async def test_a_thread_stored_with_broken_call_ids_is_repaired_on_load(
 ) -> None:
     bot = make_bot(tools=(note,), **llm(fake_llm))
     conv = ConversationKey("console", "local", "console", "t1")
-    broken = [  # as an earlier version stored a call with an empty id
+    broken: list[dict[str, Any]] = [  # as an earlier version stored an empty call id
         {"role": "user", "content": "first"},
         {
             "role": "assistant",
