@@ -1,0 +1,180 @@
+"""What part a file plays in its repository, and ranking that prefers the code itself.
+
+Teams index whole repositories: next to the source are its tests, docs, examples, generated
+and configuration files. They all mention the words of a question, so on "where do we retry
+webhooks?" a docs section or a test that calls the retry easily outranks the function that does
+it. Every file gets a role from its path (the conventions of each ecosystem, not of one
+project); search prefers `source`, and the other roles win when the question asks for them
+("the test for ...", "docs on ...", "an example of ...") or a filter picks them.
+
+Roles, checked in this order (the first that applies):
+
+- `generated`: vendored or machine-written code (`vendor/`, `third_party/`, `*_pb2.py`,
+  `*.pb.go`, `*.min.js`, `zz_generated*`, `*.generated.*`, `generated/` folders);
+- `docs`: prose (Markdown, reStructuredText, AsciiDoc, plain text) and `docs/` folders;
+- `test`: test folders (`tests/`, `test/`, `__tests__/`, `spec/`, `testdata/`, `src/test/`,
+  `fixtures/`) and test files (`test_*.py`, `*_test.py`, `conftest.py`, `*_test.go`,
+  `*Test.java`, `*Tests.cs`, `*.test.ts`, `*.spec.js`, `*_spec.rb`, ...);
+- `example`: `examples/`, `example/`, `samples/`, `demo/`, `cookbook/` folders;
+- `config`: configuration and build files (YAML, TOML, JSON, INI, XML, Dockerfile, Makefile,
+  CI workflows);
+- `source`: everything else.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from pathlib import PurePosixPath
+from typing import Literal, Protocol, TypeVar, get_args
+
+Role = Literal["source", "test", "docs", "example", "config", "generated"]
+ROLES: tuple[Role, ...] = get_args(Role)
+
+_GENERATED_DIRS = frozenset({"vendor", "vendored", "third_party", "thirdparty", "generated"})
+_GENERATED_FILE = re.compile(
+    r"(_pb2(_grpc)?\.pyi?|\.pb(\.gw)?\.go|\.pb\.(h|cc)|\.min\.(js|css)|_generated\.\w+"
+    r"|\.generated\.\w+|\.g\.dart|\.designer\.cs)$|^zz_generated",
+)
+_DOC_SUFFIXES = frozenset({".md", ".markdown", ".mdx", ".rst", ".adoc", ".asciidoc", ".txt"})
+_DOC_DIRS = frozenset({"docs", "doc", "documentation", "website", "site", "man"})
+_TEST_DIRS = frozenset(
+    {"test", "tests", "__tests__", "__test__", "spec", "specs", "testdata", "testing", "fixtures"}
+)
+_TEST_FILE = re.compile(
+    r"^(test_.+\.py|.+_test\.(py|go|rs|c|cc|cpp|rb|exs?|dart)|conftest\.py"
+    r"|.+(Test|Tests|TestCase|IT|Spec)\.(java|kt|scala|cs|groovy|swift|php)"
+    r"|.+\.(test|spec|e2e-spec)\.(js|jsx|ts|tsx|mjs|cjs|mts|cts)|.+_spec\.rb|test\.(js|ts))$"
+)
+_EXAMPLE_DIRS = frozenset(
+    {"examples", "example", "_examples", "samples", "sample", "demo", "demos", "cookbook"}
+)
+_CONFIG_SUFFIXES = frozenset(
+    {".yaml", ".yml", ".toml", ".json", ".jsonc", ".ini", ".cfg", ".conf", ".xml", ".properties"}
+)
+_CONFIG_NAMES = frozenset(
+    {"dockerfile", "makefile", "containerfile", "jenkinsfile", "procfile", "justfile"}
+)
+
+
+def role_of(path: str) -> Role:
+    """The role of the repo-relative `path` ("a/b.py"), by the conventions above."""
+    parts = PurePosixPath(path).parts
+    if not parts:
+        return "source"
+    name = parts[-1]
+    folders = {p.lower() for p in parts[:-1]}
+    suffix = PurePosixPath(name).suffix.lower()
+    if folders & _GENERATED_DIRS or _GENERATED_FILE.search(name):
+        return "generated"
+    if suffix in _DOC_SUFFIXES or (folders & _DOC_DIRS and suffix not in _CONFIG_SUFFIXES):
+        return "docs"
+    if folders & _TEST_DIRS or _TEST_FILE.match(name):
+        return "test"
+    if folders & _EXAMPLE_DIRS:
+        return "example"
+    if (
+        suffix in _CONFIG_SUFFIXES
+        or name.lower() in _CONFIG_NAMES
+        or name.lower().startswith("dockerfile")
+        or ".github" in folders
+    ):
+        return "config"
+    return "source"
+
+
+# Words that ask for a role. Plain "configuration" or "documented behaviour" are left out: a
+# question about how configuration is loaded wants the code that loads it.
+_ASKS: dict[Role, re.Pattern[str]] = {
+    "test": re.compile(
+        r"\b(tests?|tested|testing|unit[- ]?tests?|test ?cases?|specs?|fixtures?"
+        r"|assert(s|ions?)?)\b"
+    ),
+    "docs": re.compile(
+        r"\b(docs?|documentation|readme|guides?|tutorials?|changelog|release notes|manual)\b"
+    ),
+    "example": re.compile(r"\b(examples?|samples?|demos?|cookbook|snippets?)\b"),
+    "config": re.compile(
+        r"\b(config(uration)? files?|ya?ml|toml|dockerfile|makefile|ci (workflow|pipeline)s?"
+        r"|github actions?|package\.json|pom\.xml)\b"
+    ),
+    "generated": re.compile(r"\b(generated|vendored|protobuf stubs?)\b"),
+}
+
+
+def asked_roles(query: str) -> frozenset[Role]:
+    """The roles a question asks for by name ("the test for the retry" -> {"test"})."""
+    text = query.lower()
+    return frozenset(role for role, pattern in _ASKS.items() if pattern.search(text))
+
+
+# How much of its fused score a result keeps when its role was not asked for. Source keeps it
+# all; what merely mentions the question's words (docs, tests) keeps least.
+DEFAULT_WEIGHTS: dict[Role, float] = {
+    "source": 1.0,
+    "config": 0.75,
+    "example": 0.7,
+    "test": 0.65,
+    "docs": 0.6,
+    "generated": 0.4,
+}
+ASKED_WEIGHT = 1.1  # a role the question names goes ahead of source of equal score
+
+
+class Ranked(Protocol):
+    @property
+    def path(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def symbol(self) -> str: ...
+    @property
+    def score(self) -> float: ...
+
+
+R = TypeVar("R", bound=Ranked)
+
+
+def weight(role: Role, asked: frozenset[Role]) -> float:
+    if role in asked:
+        return ASKED_WEIGHT
+    return DEFAULT_WEIGHTS[role]
+
+
+def _class_of(symbol: str) -> str:
+    """`Client.send(self, request)` -> `Client`; "" for a symbol without an owner."""
+    head = symbol.split("(", 1)[0]
+    return head.rsplit(".", 1)[0] if "." in head else ""
+
+
+def rerank(
+    hits: Sequence[R],
+    query: str,
+    k: int,
+    *,
+    rescore: Callable[[R, float], R],
+    role: Callable[[R], Role] | None = None,
+) -> list[R]:
+    """The best `k` of `hits` (fused candidates, best first) once roles are weighed in: each
+    score is multiplied by its role's weight (`weight`), and a class outline never ranks above
+    one of its own methods that is among the candidates (the method is what answers).
+    `rescore(hit, score)` returns the hit with the new score; `role(hit)` defaults to the
+    role of its path."""
+    asked = asked_roles(query)
+    role_for = role or (lambda h: role_of(h.path))
+    scored = [(h, h.score * weight(role_for(h), asked)) for h in hits]
+    best_method: dict[tuple[str, str], float] = {}
+    for h, score in scored:
+        if h.kind == "method":
+            key = (h.path, _class_of(h.symbol))
+            best_method[key] = max(score, best_method.get(key, 0.0))
+    adjusted = []
+    for h, score in scored:
+        if h.kind == "class":
+            method = best_method.get((h.path, h.symbol.split("(", 1)[0]))
+            if method is not None and method <= score:
+                score = method * 0.999
+        adjusted.append((h, score))
+    # Stable: equal scores keep the fused order.
+    adjusted.sort(key=lambda pair: -pair[1])
+    return [rescore(h, score) for h, score in adjusted[:k]]
