@@ -1,0 +1,248 @@
+"""The whole-repository corpus of bench/search_quality.py: source with its tests, docs, examples.
+
+The wheel corpus holds library sources only, so it cannot show a search that ranks a docs
+section, an example or a test above the source that answers "where in the code is X done?".
+This corpus is whole published repositories in three languages besides Python, pinned:
+
+- JavaScript / TypeScript: npm tarballs (`npm pack <name>@<version>`) of packages that publish
+  their `test/` or `__tests__/`, docs and examples with the code;
+- Go: Debian's `golang-*-dev` packages (the module's tree under /usr/share/gocode/src, `_test.go`
+  files and `_examples/` included);
+- Rust: Debian's `librust-*-dev` packages (the crate as published, under
+  /usr/share/cargo/registry: `tests/`, `examples/`, Markdown docs).
+
+`fetch()` downloads what is missing into bench/.cache/repos/downloads (`npm pack`, and
+`apt-get download <pkg>=<version>` + `dpkg-deb -x`, never installed system-wide) and unpacks each
+package's tree to bench/.cache/repos/src/<repo>/; a marker per repo in
+bench/.cache/repos/markers makes it idempotent. Debian's own additions to a crate (`debian/`,
+`.cargo-checksum.json`) are dropped: they are packaging, not the repository.
+
+`load_chunks()` reads the trees as indexing does: the files `core.code.walk.walk(root)` yields
+(vendored and generated folders such as `build/` or `dist/`, binaries and secret-looking files
+skipped), each read as UTF-8 with replacement, redacted with `core.code.redact.redact` and cut by
+`core.code.chunking.chunk_file(repo, path, text)`; `path` is relative to the package root.
+
+`role_of(path)` is the bench's own reading of a file's role (source, test, docs, example,
+other), by common conventions only, used to report what the systems return; it stays
+independent of whatever role logic the product has, so the measuring stick does not move with
+the thing measured.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from core.code.chunking import Chunk, chunk_file  # noqa: E402
+from core.code.languages import language_for  # noqa: E402
+from core.code.redact import redact  # noqa: E402
+from core.code.walk import walk  # noqa: E402
+
+CACHE = ROOT / "bench" / ".cache" / "repos"
+DOWNLOADS = CACHE / "downloads"
+MARKERS = CACHE / "markers"
+SOURCES = CACHE / "src"  # one folder per repo: the rg corpus root
+QUERIES = ROOT / "bench" / "search_queries_repos.json"
+
+Source = Literal["npm", "deb"]
+Role = Literal["source", "test", "docs", "example", "other"]
+ROLES: tuple[Role, ...] = ("source", "test", "docs", "example", "other")
+
+
+@dataclass(frozen=True, slots=True)
+class RepoSpec:
+    name: str  # the repo name chunks carry
+    language: str  # the language its questions are counted under
+    source: Source
+    package: str  # npm package or Debian binary package
+    version: str
+    tree: str  # the folder inside the package that is the repository root
+
+    @property
+    def pinned(self) -> str:
+        return f"{self.package}@{self.version}" if self.source == "npm" else self.package
+
+
+_GO = "usr/share/gocode/src/github.com"
+_CRATES = "usr/share/cargo/registry"
+
+REPOS: tuple[RepoSpec, ...] = (
+    # JavaScript
+    RepoSpec("fastify", "javascript", "npm", "fastify", "4.28.1", "package"),
+    RepoSpec("pino", "javascript", "npm", "pino", "9.4.0", "package"),
+    RepoSpec("find-my-way", "javascript", "npm", "find-my-way", "8.2.2", "package"),
+    # TypeScript
+    RepoSpec("query-core", "typescript", "npm", "@tanstack/query-core", "5.59.0", "package"),
+    RepoSpec("redux-toolkit", "typescript", "npm", "@reduxjs/toolkit", "2.2.7", "package"),
+    # Go
+    RepoSpec(
+        "cobra", "go", "deb", "golang-github-spf13-cobra-dev", "1.6.1-1", f"{_GO}/spf13/cobra"
+    ),
+    RepoSpec(
+        "gin", "go", "deb", "golang-github-gin-gonic-gin-dev", "1.8.1-1", f"{_GO}/gin-gonic/gin"
+    ),
+    RepoSpec("chi", "go", "deb", "golang-github-go-chi-chi-dev", "5.0.7-1", f"{_GO}/go-chi/chi"),
+    RepoSpec("mux", "go", "deb", "golang-github-gorilla-mux-dev", "1.8.0-1", f"{_GO}/gorilla/mux"),
+    RepoSpec(
+        "retryablehttp",
+        "go",
+        "deb",
+        "golang-github-hashicorp-go-retryablehttp-dev",
+        "0.7.1-1",
+        f"{_GO}/hashicorp/go-retryablehttp",
+    ),
+    RepoSpec(
+        "backoff",
+        "go",
+        "deb",
+        "golang-github-cenkalti-backoff-dev",
+        "4.1.3-1",
+        f"{_GO}/cenkalti/backoff",
+    ),
+    RepoSpec("cron", "go", "deb", "golang-github-robfig-cron-dev", "3.0.1-1", f"{_GO}/robfig/cron"),
+    RepoSpec(
+        "logrus",
+        "go",
+        "deb",
+        "golang-github-sirupsen-logrus-dev",
+        "1.9.0-1",
+        f"{_GO}/sirupsen/logrus",
+    ),
+    # Rust
+    RepoSpec("clap", "rust", "deb", "librust-clap-dev", "4.0.32-1", f"{_CRATES}/clap-4.0.32"),
+    RepoSpec(
+        "reqwest", "rust", "deb", "librust-reqwest-dev", "0.11.13-1", f"{_CRATES}/reqwest-0.11.13"
+    ),
+    RepoSpec(
+        "serde_json",
+        "rust",
+        "deb",
+        "librust-serde-json-dev",
+        "1.0.87-1",
+        f"{_CRATES}/serde_json-1.0.87",
+    ),
+    RepoSpec(
+        "tracing", "rust", "deb", "librust-tracing-dev", "0.1.37-1", f"{_CRATES}/tracing-0.1.37"
+    ),
+    RepoSpec("anyhow", "rust", "deb", "librust-anyhow-dev", "1.0.69-1", f"{_CRATES}/anyhow-1.0.69"),
+)
+BY_NAME = {r.name: r for r in REPOS}
+DROPPED = ("debian", ".cargo-checksum.json")  # Debian's packaging inside a crate's tree
+
+
+# -- fetching -------------------------------------------------------------------------------------
+
+
+def fetch(repos: tuple[RepoSpec, ...] = REPOS) -> None:
+    """Download and unpack every repo not yet unpacked at its pinned version."""
+    for spec in repos:
+        marker = MARKERS / spec.name
+        if marker.exists() and marker.read_text().strip() == spec.version:
+            continue
+        print(f"fetching {spec.pinned} {spec.version} ...", file=sys.stderr)
+        archive = _download(spec)
+        target = SOURCES / spec.name
+        if target.exists():
+            shutil.rmtree(target)
+        with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+            _unpack(spec, archive, Path(tmp))
+            tree = Path(tmp) / spec.tree
+            if not tree.is_dir():
+                raise SystemExit(f"{spec.pinned}: no {spec.tree}/ in {archive.name}")
+            for name in DROPPED:
+                dropped = tree / name
+                if dropped.is_dir():
+                    shutil.rmtree(dropped)
+                elif dropped.exists():
+                    dropped.unlink()
+            SOURCES.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(tree), target)
+        MARKERS.mkdir(parents=True, exist_ok=True)
+        marker.write_text(spec.version + "\n")
+
+
+def _download(spec: RepoSpec) -> Path:
+    folder = DOWNLOADS / spec.source
+    folder.mkdir(parents=True, exist_ok=True)
+    if spec.source == "npm":
+        stem = spec.package.lstrip("@").replace("/", "-")
+        pattern = f"{stem}-{spec.version}.tgz"
+        cmd = ["npm", "pack", f"{spec.package}@{spec.version}", "--pack-destination", str(folder)]
+    else:
+        pattern = f"{spec.package}_{spec.version.replace(':', '%3a')}_*.deb"
+        cmd = ["apt-get", "download", f"{spec.package}={spec.version}"]
+    found = sorted(folder.glob(pattern))
+    if not found:
+        proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, check=False)
+        found = sorted(folder.glob(pattern))
+        if proc.returncode != 0 or not found:
+            hint = " (run `apt-get update` once first)" if spec.source == "deb" else ""
+            raise SystemExit(
+                f"could not fetch {spec.pinned} {spec.version}{hint}: {proc.stderr.strip()}"
+            )
+    return found[-1]
+
+
+def _unpack(spec: RepoSpec, archive: Path, into: Path) -> None:
+    if spec.source == "npm":
+        with tarfile.open(archive) as tar:
+            tar.extractall(into, filter="data")
+    else:
+        subprocess.run(["dpkg-deb", "-x", str(archive), str(into)], check=True)
+
+
+# -- chunks ---------------------------------------------------------------------------------------
+
+
+def load_chunks(repos: tuple[RepoSpec, ...] = REPOS) -> list[Chunk]:
+    """Every chunk of every readable file, as indexing cuts them, in (repo, path, line) order."""
+    chunks: list[Chunk] = []
+    for spec in repos:
+        root = SOURCES / spec.name
+        for walked in walk(root):
+            text = (root / walked.path).read_text(encoding="utf-8", errors="replace")
+            chunks.extend(chunk_file(spec.name, walked.path, redact(text, walked.path)))
+    return chunks
+
+
+# -- roles ----------------------------------------------------------------------------------------
+
+_TEST_DIRS = frozenset({"test", "tests", "__tests__", "__mocks__", "spec", "specs", "testdata"})
+_EXAMPLE_DIRS = frozenset({"example", "examples", "_example", "_examples", "demo", "demos"})
+_DOC_DIRS = frozenset({"doc", "docs", "documentation"})
+_OTHER_DIRS = frozenset({"bench", "benches", "benchmark", "benchmarks", ".github", "scripts"})
+_DOC_EXTS = frozenset({".md", ".markdown", ".mdx", ".rst", ".adoc"})
+_TEST_NAME = re.compile(
+    r"(^test_.*\.py$|_test\.(py|go)$|\.(test|spec|test-d)\.[cm]?[jt]sx?$|Tests?\.(java|kt)$)"
+)
+_GO_EXAMPLE = re.compile(r"^example(_.*)?_test\.go$")
+
+
+def role_of(path: str) -> Role:
+    """A file's role from its path by common conventions (see the module docstring)."""
+    pure = PurePosixPath(path)
+    folders = {p.lower() for p in pure.parts[:-1]}
+    name = pure.name
+    if pure.suffix.lower() in _DOC_EXTS or name.upper().startswith(("README", "CHANGELOG")):
+        return "docs"
+    if _GO_EXAMPLE.match(name) or folders & _EXAMPLE_DIRS:
+        return "example"
+    if _TEST_NAME.search(name) or folders & _TEST_DIRS:
+        return "test"
+    code = language_for(path) not in (None, "markdown")
+    if folders & _DOC_DIRS and not code:  # code under doc/ is often a real package (cobra/doc)
+        return "docs"
+    if folders & _OTHER_DIRS:
+        return "other"
+    return "source" if code else "other"
