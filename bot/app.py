@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from core.code.vectors import VectorStore
 
 
+EDGE_DIR = "qdrant-edge"  # under DATA_DIR: one Qdrant Edge shard per embedding model
+
+
 @dataclass
 class App:
     settings: Settings
@@ -86,7 +89,10 @@ def build_app(
     repos = RepoStore(db, settings.data_dir / "repos")  # code: /index and the code tools
     embedder = build_embedder(settings)  # cheap: a local model loads on first use
     search = CodeSearch(  # the vector store opens on first use
-        db, lambda: open_vector_store(settings, embedder), collection=collection_name(embedder)
+        db,
+        lambda: open_vector_store(settings, embedder),
+        collection=collection_name(embedder),
+        generation=vector_store_generation(settings, embedder),
     )
     indexer = Indexer(db, search)
     if model is None:
@@ -157,7 +163,8 @@ def build_embedder(settings: Settings) -> Embedder:
 
 
 def open_vector_store(settings: Settings, embedder: Embedder) -> VectorStore:
-    """Qdrant: the server at QDRANT_URL, else embedded under DATA_DIR/qdrant."""
+    """Qdrant: the server at QDRANT_URL, else a Qdrant Edge shard under DATA_DIR/qdrant-edge.
+    Blocking (CodeSearch calls it in a worker thread)."""
     from core.code.vectors import VectorStore
 
     if settings.qdrant_url:
@@ -165,7 +172,25 @@ def open_vector_store(settings: Settings, embedder: Embedder) -> VectorStore:
         return VectorStore.server(
             settings.qdrant_url, embedder, api_key=key.get_secret_value() if key else None
         )
-    return VectorStore.local(settings.data_dir / "qdrant", embedder)
+    from core.code.edge_store import LOCAL_MODE_DIR, retire_local_mode_store
+
+    # Vectors of Threadline versions before Qdrant Edge: unused now, re-embedded from SQL.
+    retire_local_mode_store(settings.data_dir / LOCAL_MODE_DIR)
+    return VectorStore.local(settings.data_dir / EDGE_DIR, embedder)
+
+
+def vector_store_generation(
+    settings: Settings, embedder: Embedder
+) -> Callable[[], str | None] | None:
+    """What tells CodeSearch which store it would open, without opening it: the embedded
+    shard's id (None: the default for a server)."""
+    if settings.qdrant_url:
+        return None
+    from core.code.edge_store import shard_generation
+    from core.code.embeddings import collection_name
+
+    path = settings.data_dir / EDGE_DIR / collection_name(embedder)  # as VectorStore.local
+    return lambda: shard_generation(path)
 
 
 def slack_http_configured(settings: Settings) -> bool:

