@@ -133,6 +133,37 @@ async def test_hybrid_search_finds_functions_by_paraphrase(
     assert top.snippet.startswith("def redeliver_failed_webhook(event, attempts=5):")
 
 
+async def test_source_ranks_above_tests_and_docs_about_it_unless_they_are_asked_for(
+    make_bot: MakeBot, tmp_path: Path
+) -> None:
+    bot = make_bot()
+    root = make_shop(tmp_path / "src")
+    write(
+        root,
+        "tests/test_webhooks.py",
+        "def test_failed_webhook_is_sent_again_after_it_failed():\n"
+        '    """We try sending a webhook again after it failed."""\n'
+        "    assert redeliver_failed_webhook(failing_event(), attempts=2) is False\n",
+    )
+    write(
+        root,
+        "docs/webhooks.md",
+        "# Webhooks\n\nWhen a webhook fails, we try sending the webhook again after it failed,"
+        " waiting longer each time.\n",
+    )
+    repo = await bot.app.repos.register(str(root), "shop")
+    assert (await bot.app.indexer.index(repo)).vectors_error is None
+    question = "where do we try sending a webhook again after it failed?"
+    top = await bot.app.search.search(question, ["shop"], k=5)
+    assert (top[0].path, top[0].role) == ("billing/webhooks.py", "source")
+    roles = [r.role for r in top]
+    assert {"test", "docs"} <= set(roles[1:])
+    asked = await bot.app.search.search("the test: " + question, ["shop"], k=3)
+    assert asked[0].role == "test"
+    docs = await bot.app.search.search(question, ["shop"], k=3, roles=["docs"])
+    assert docs and {r.role for r in docs} == {"docs"}
+
+
 async def test_vectors_follow_modified_deleted_and_renamed_files(
     make_bot: MakeBot, tmp_path: Path, database_url: str, write_policy: Callable[[str], Path]
 ) -> None:

@@ -165,3 +165,65 @@ async def test_given_vectors_are_stored_as_given() -> None:
         assert len(ids) == 3
     finally:
         await other.close()
+
+
+# -- roles ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["edge", "server"])
+async def whole(request: pytest.FixtureRequest) -> AsyncIterator[VectorStore]:
+    """The sources with a test, a docs page and an example that use the same words."""
+    s = VectorStore.memory(BagOfWords()) if request.param == "edge" else server_standin()
+    await s.upsert(corpus())
+    yield s
+    await s.close()
+
+
+FAILED_DELIVERY = "send the webhook again after a failed delivery"
+
+
+async def test_hybrid_prefers_the_source_over_tests_and_docs_that_say_the_same(
+    whole: VectorStore,
+) -> None:
+    hybrid = await whole.search(FAILED_DELIVERY, repos=["api"], k=4)
+    assert (hybrid[0].path, hybrid[0].role) == ("webhooks.py", "source")
+    assert hybrid[0].symbol.startswith("webhooks.retry_webhook")
+    assert {"test", "example"} <= {h.role for h in hybrid[1:]}
+    # The baselines are left alone: on their own words the test and the docs win there.
+    for mode in ("dense", "sparse"):
+        plain = await whole.search(FAILED_DELIVERY, repos=["api"], k=4, mode=mode)
+        assert plain[0].role != "source", mode
+
+
+@pytest.mark.parametrize(
+    ("question", "role"),
+    [
+        ("the test that sends a webhook again", "test"),
+        ("docs on sending a webhook again", "docs"),
+        ("an example of sending a webhook again", "example"),
+    ],
+)
+async def test_a_role_named_in_the_question_wins(
+    whole: VectorStore, question: str, role: str
+) -> None:
+    hits = await whole.search(question, repos=["web"], k=3)
+    assert hits[0].role == role
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+async def test_a_class_outline_stays_below_its_method(whole: VectorStore) -> None:
+    hits = await whole.search("load the config file: ConfigLoader", repos=["api"], k=3)
+    kinds = [(h.kind, h.symbol.split("(")[0]) for h in hits]
+    assert kinds.index(("method", "ConfigLoader.load_config")) < kinds.index(
+        ("class", "ConfigLoader")
+    )
+
+
+async def test_the_role_filter_applies_to_every_leg(whole: VectorStore) -> None:
+    for mode in ("hybrid", "dense", "sparse"):
+        hits = await whole.search("retry_webhook", roles=["test", "docs"], k=10, mode=mode)
+        assert hits, mode
+        assert {h.role for h in hits} <= {"test", "docs"}, mode
+    only = await whole.search("retry_webhook", repos=["web"], roles=["example"], k=10)
+    assert [(h.repo, h.path) for h in only] == [("web", "examples/retry_demo.py")]
