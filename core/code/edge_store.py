@@ -149,20 +149,24 @@ def _rebuild(path: Path, dimension: int, why: Exception) -> qe.EdgeShard:
 
 
 def open_shard(path: Path, dimension: int) -> qe.EdgeShard:
-    """The shard at `path`, made if missing, rebuilt if unreadable. Blocking."""
+    """The shard at `path`, made if missing, rebuilt if unreadable, with its payload indexes.
+    Blocking."""
     import qdrant_edge as qe
 
     if not _has_segments(path):
-        return _create(path, dimension)
+        shard = _create(path, dimension)
+    else:
+        try:
+            shard = qe.EdgeShard.load(str(path), _config(dimension))
+        except Exception as exc:
+            if _held(exc):
+                raise VectorStoreError(HELD_MESSAGE) from None
+            shard = _rebuild(path, dimension, exc)
+        if shard_generation(path) is None:  # made by a process that died before writing it
+            _new_generation(path)
     try:
-        shard = qe.EdgeShard.load(str(path), _config(dimension))
-    except Exception as exc:
-        if _held(exc):
-            raise VectorStoreError(HELD_MESSAGE) from None
-        return _rebuild(path, dimension, exc)
-    if shard_generation(path) is None:  # made by a process that died before writing the id
-        _new_generation(path)
-    try:
+        # Without them a filter reads every point's payload from disk (~14 ms a query at 10k
+        # points instead of ~1 ms).
         present = set(shard.info().payload_schema)
         for name in INDEXED_FIELDS:
             if name not in present:
