@@ -65,10 +65,18 @@ def build_parser() -> argparse.ArgumentParser:
     repos = sub.add_parser("repos", help="list code repositories")
     repos.add_argument("--json", action="store_true", help="print the list as JSON")
 
+    from core.code.roles import ROLES  # small: paths and regexes only
+
     search = sub.add_parser("search", help="hybrid semantic + keyword search over indexed code")
     search.add_argument("query", metavar="QUERY")
     search.add_argument("--repo", help="only this repository")
     search.add_argument("--k", type=int, default=10, help="how many results (1-30, default 10)")
+    search.add_argument(
+        "--role",
+        action="append",
+        choices=ROLES,
+        help="only files of this role (repeatable; default: all, source first)",
+    )
     search.add_argument("--json", action="store_true", help="print results as JSON")
     return parser
 
@@ -174,7 +182,9 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         if args.command == "search":
             from bot.code_cli import search_command
 
-            return await search_command(app, args.query, args.repo, args.k, args.json)
+            return await search_command(
+                app, args.query, args.repo, args.k, args.json, roles=args.role
+            )
         if args.command == "run":
             return await _run(app)
         if args.command == "serve":

@@ -12,6 +12,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from bot.app import App
     from core.store.models import Repo
 
@@ -62,8 +64,17 @@ async def index_command(app: App, source: str, name: str | None) -> int:
     return EXIT_OK
 
 
-async def search_command(app: App, query: str, repo: str | None, k: int, as_json: bool) -> int:
-    """`threadline search`: the operator's view of hybrid search over every repository."""
+async def search_command(
+    app: App,
+    query: str,
+    repo: str | None,
+    k: int,
+    as_json: bool,
+    *,
+    roles: Sequence[str] | None = None,
+) -> int:
+    """`threadline search`: the operator's view of hybrid search over every repository
+    (`roles`: only files of these roles)."""
     from core.code.search import MAX_TOP_K
     from core.code.vectors import VectorStoreError
 
@@ -81,7 +92,7 @@ async def search_command(app: App, query: str, repo: str | None, k: int, as_json
             return EXIT_FAILED
         names = [repo]
     try:
-        results = await app.search.search(query, names, k=k)
+        results = await app.search.search(query, names, k=k, roles=roles)
     except VectorStoreError as exc:
         print(f"search: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -96,7 +107,7 @@ async def search_command(app: App, query: str, repo: str | None, k: int, as_json
         return EXIT_OK
     for i, r in enumerate(results, 1):
         print(f"{i}. {r.repo}:{r.path}:{r.start_line}-{r.end_line}  {r.kind} {r.symbol}")
-        print(f"   score {r.score:.4f}")
+        print(f"   {r.role}, score {r.score:.4f}")
         for line in r.snippet.splitlines()[:6]:
             print(f"   | {line}")
     return EXIT_OK

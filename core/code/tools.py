@@ -31,6 +31,7 @@ from pydantic import Field
 from core.code import messages
 from core.code.redact import redact
 from core.code.repos import RepoStore
+from core.code.roles import Role
 from core.code.secrets import looks_secret
 from core.code.selection import MAX_FILE_BYTES, SKIPPED_DIRS, Refusal, Selection
 from core.code.walk import walk
@@ -382,6 +383,11 @@ class SearchArgs(ToolArgs):
     query: str = Field(min_length=1, max_length=500, description="What the code does, in words.")
     repo: str | None = Field(None, max_length=64, description="Default: all repositories.")
     top_k: int = Field(5, ge=1, le=30)
+    role: Role | None = Field(
+        None,
+        description="Only files of this role. Default: all, source first (tests, docs and "
+        "examples rank first only when the query asks for them).",
+    )
 
 
 class ReadArgs(ToolArgs):
@@ -448,7 +454,12 @@ def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]
         repos = await _repos(store, ctx, args.repo)
         assert search is not None
         try:
-            results = await search.search(args.query, [r.name for r in repos], k=args.top_k)
+            results = await search.search(
+                args.query,
+                [r.name for r in repos],
+                k=args.top_k,
+                roles=[args.role] if args.role is not None else None,
+            )
         except VectorStoreError as exc:
             raise ToolError(f"{exc}; use grep_code instead") from None
         return format_search(results, args.query)
@@ -469,7 +480,7 @@ def format_search(results: list[CodeResult], query: str) -> str:
         body = "\n".join(_line(line) for line in r.snippet.splitlines())
         parts.append(
             f"{i}. {r.repo}: {r.path}:{r.start_line}-{r.end_line} {r.kind} {r.symbol}"
-            f" (score {r.score:.3f})\n{body}"
+            f" ({r.role}, score {r.score:.3f})\n{body}"
         )
     return "\n\n".join(parts)
 

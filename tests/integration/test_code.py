@@ -495,3 +495,27 @@ async def test_code_tools_are_offered_only_where_a_repository_is_readable(
     assert code <= offered(after)
     assert not code & offered(closed)
     assert "current_time" in offered(closed)  # other tools are unaffected
+
+
+async def test_search_code_filters_by_role_and_names_each_results_role(
+    make_bot: MakeBot, fake_llm: FakeOpenAI, write_policy: Callable[[str], Path], tmp_path: Path
+) -> None:
+    bot = make_bot(
+        llm_base_url=fake_llm.url,
+        llm_model="fake-model",
+        llm_max_retries=0,
+        policy_file=write_policy(roomy(POLICY_ALL)),
+    )
+    repo = await bot.app.repos.register(str(make_repo(tmp_path / "src")))
+    assert (await bot.app.indexer.index(repo)).vectors_error is None
+
+    every, docs, bogus = await tool_results(
+        bot,
+        fake_llm,
+        ("search_code", {"query": "retry webhook", "top_k": 10}),
+        ("search_code", {"query": "retry webhook", "role": "docs"}),
+        ("search_code", {"query": "retry webhook", "role": "tests"}),
+    )
+    assert "(source, score" in every and "(docs, score" in every
+    assert "README.md" in docs and "(source, score" not in docs
+    assert bogus.startswith("Error: invalid arguments (role:")

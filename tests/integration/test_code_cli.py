@@ -69,3 +69,22 @@ def test_index_errors_exit_one_without_a_traceback(
     for proc in (missing, bad_name):
         assert "Traceback" not in proc.stderr
     assert json.loads(run_cli(cli_env, tmp_path, "repos", "--json").stdout) == {"repos": []}
+
+
+def test_search_by_role(cli_env: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
+    root = make_repo(tmp_path)
+    assert run_cli(cli_env, tmp_path, "index", str(root)).returncode == 0
+
+    docs = run_cli(cli_env, tmp_path, "search", "retry webhook", "--role", "docs", "--json")
+    assert docs.returncode == 0, docs.stderr
+    rows = json.loads(docs.stdout)["results"]
+    assert rows and {(r["path"], r["role"]) for r in rows} == {("README.md", "docs")}
+
+    both = run_cli(
+        cli_env, tmp_path, "search", "retry webhook", "--role", "docs", "--role", "source"
+    )
+    assert both.returncode == 0, both.stderr
+    assert "docs, score" in both.stdout and "source, score" in both.stdout
+
+    bad = run_cli(cli_env, tmp_path, "search", "retry", "--role", "tests")
+    assert bad.returncode == 2 and "invalid choice: 'tests'" in bad.stderr
