@@ -886,19 +886,21 @@ def summary_markdown(report: Report) -> str:
         "",
         results_table(report),
         "",
-        "By language:",
-        "",
-        language_table(report),
-        "",
-        f"Roles of the top-{TOP_ROLES} results (where-in-the-code questions; role from the path):",
-        "",
-        role_table(report),
-        "",
-        "Diagnostic, not a system: the same top 10 with source chunks moved first:",
-        "",
-        source_first_table(report),
-        "",
     ]
+    if len({q.language for q in report.queries}) > 1:
+        parts += ["By language:", "", language_table(report), ""]
+    if any(role != "source" for role in report.corpus.roles):  # else every share is 100%
+        parts += [
+            f"Roles of the top-{TOP_ROLES} results (where-in-the-code questions; role from the "
+            "path):",
+            "",
+            role_table(report),
+            "",
+            "Diagnostic, not a system: the same top 10 with source chunks moved first:",
+            "",
+            source_first_table(report),
+            "",
+        ]
     if report.corpus.asking:
         parts += [
             "Questions that ask for a test, docs or an example (gold in files of that role):",
