@@ -11,13 +11,15 @@ Roles, checked in this order (the first that applies):
 
 - `generated`: vendored or machine-written code (`vendor/`, `third_party/`, `*_pb2.py`,
   `*.pb.go`, `*.min.js`, `zz_generated*`, `*.generated.*`, `generated/` folders);
-- `docs`: prose (Markdown, reStructuredText, AsciiDoc, plain text) and `docs/` folders;
+- `docs`: prose (Markdown, reStructuredText, AsciiDoc, plain text, LICENSE and friends), and
+  pages under `docs/` folders (code there keeps its own role);
+- `example`: `examples/`, `example/`, `samples/`, `demo/`, `cookbook/` folders, and Go's
+  `example_test.go` files;
 - `test`: test folders (`tests/`, `test/`, `__tests__/`, `spec/`, `testdata/`, `src/test/`,
   `fixtures/`) and test files (`test_*.py`, `*_test.py`, `conftest.py`, `*_test.go`,
   `*Test.java`, `*Tests.cs`, `*.test.ts`, `*.spec.js`, `*_spec.rb`, ...);
-- `example`: `examples/`, `example/`, `samples/`, `demo/`, `cookbook/` folders;
 - `config`: configuration and build files (YAML, TOML, JSON, INI, XML, Dockerfile, Makefile,
-  CI workflows);
+  CI workflows, dotfiles);
 - `source`: everything else.
 """
 
@@ -37,7 +39,11 @@ _GENERATED_FILE = re.compile(
     r"|\.generated\.\w+|\.g\.dart|\.designer\.cs)$|^zz_generated",
 )
 _DOC_SUFFIXES = frozenset({".md", ".markdown", ".mdx", ".rst", ".adoc", ".asciidoc", ".txt"})
+_DOC_NAMES = re.compile(r"^(license|licence|copying|notice|authors|contributors|changelog)\b", re.I)
+# In these folders only prose and pages are docs: code there can be a real package (Go's
+# `doc` packages generate documentation) and keeps its own role.
 _DOC_DIRS = frozenset({"docs", "doc", "documentation", "website", "site", "man"})
+_PAGE_SUFFIXES = frozenset({".html", ".htm", ".css", ".svg", ".png", ".tex", ".texi", ""})
 _TEST_DIRS = frozenset(
     {"test", "tests", "__tests__", "__test__", "spec", "specs", "testdata", "testing", "fixtures"}
 )
@@ -46,6 +52,8 @@ _TEST_FILE = re.compile(
     r"|.+(Test|Tests|TestCase|IT|Spec)\.(java|kt|scala|cs|groovy|swift|php)"
     r"|.+\.(test|spec|e2e-spec)\.(js|jsx|ts|tsx|mjs|cjs|mts|cts)|.+_spec\.rb|test\.(js|ts))$"
 )
+# Go's testable examples (`Example...` functions) live in example_test.go files.
+_EXAMPLE_FILE = re.compile(r"^example(_\w+)?_test\.go$")
 _EXAMPLE_DIRS = frozenset(
     {"examples", "example", "_examples", "samples", "sample", "demo", "demos", "cookbook"}
 )
@@ -67,17 +75,22 @@ def role_of(path: str) -> Role:
     suffix = PurePosixPath(name).suffix.lower()
     if folders & _GENERATED_DIRS or _GENERATED_FILE.search(name):
         return "generated"
-    if suffix in _DOC_SUFFIXES or (folders & _DOC_DIRS and suffix not in _CONFIG_SUFFIXES):
+    if (
+        suffix in _DOC_SUFFIXES
+        or _DOC_NAMES.match(name)
+        or (folders & _DOC_DIRS and suffix in _PAGE_SUFFIXES)
+    ):
         return "docs"
+    if folders & _EXAMPLE_DIRS or _EXAMPLE_FILE.match(name):
+        return "example"
     if folders & _TEST_DIRS or _TEST_FILE.match(name):
         return "test"
-    if folders & _EXAMPLE_DIRS:
-        return "example"
     if (
         suffix in _CONFIG_SUFFIXES
         or name.lower() in _CONFIG_NAMES
         or name.lower().startswith("dockerfile")
         or ".github" in folders
+        or (name.startswith(".") and suffix == "")  # dotfiles: .eslintrc, .editorconfig
     ):
         return "config"
     return "source"
@@ -175,6 +188,6 @@ def rerank(
             if method is not None and method <= score:
                 score = method * 0.999
         adjusted.append((h, score))
-    # Stable: equal scores keep the fused order.
-    adjusted.sort(key=lambda pair: -pair[1])
+    # Equal scores are ordered by place, not by the order the engine happened to return them.
+    adjusted.sort(key=lambda pair: (-pair[1], pair[0].path, pair[0].symbol))
     return [rescore(h, score) for h, score in adjusted[:k]]

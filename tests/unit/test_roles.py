@@ -39,13 +39,18 @@ from core.code.roles import Role, asked_roles, rerank, role_of
         # docs
         ("README.md", "docs"),
         ("docs/guide/routing.md", "docs"),
-        ("docs/conf.py", "docs"),
+        ("docs/conf.py", "source"),  # code in a docs folder keeps its own role
+        ("doc/man_docs.go", "source"),  # a Go package named doc
+        ("docs/_static/theme.css", "docs"),
+        ("LICENSE", "docs"),
         ("CHANGELOG.rst", "docs"),
         ("examples/README.md", "docs"),
         # examples
         ("examples/basic/main.go", "example"),
         ("example/app.js", "example"),
         ("samples/Hello.java", "example"),
+        ("example_test.go", "example"),
+        ("example_command_test.go", "example"),
         # config
         ("config/settings.yaml", "config"),
         ("package.json", "config"),
@@ -53,6 +58,7 @@ from core.code.roles import Role, asked_roles, rerank, role_of
         ("Dockerfile", "config"),
         ("Makefile", "config"),
         (".github/workflows/ci.yml", "config"),
+        (".eslintrc", "config"),
         # generated and vendored
         ("api/service_pb2.py", "generated"),
         ("api/service.pb.go", "generated"),
