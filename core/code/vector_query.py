@@ -27,6 +27,10 @@ class VectorStoreError(RuntimeError):
     """The vector store cannot be used (busy, unreachable, misconfigured); safe to show."""
 
 
+class StoreHeld(VectorStoreError):
+    """Another opener holds the embedded store."""
+
+
 HELD_MESSAGE = (
     "the embedded vector store is open in another Threadline process; stop it, or run "
     "a Qdrant server and set QDRANT_URL so several processes can share it"
