@@ -173,10 +173,23 @@ def open_vector_store(settings: Settings, embedder: Embedder) -> VectorStore:
             settings.qdrant_url, embedder, api_key=key.get_secret_value() if key else None
         )
     from core.code.edge_store import LOCAL_MODE_DIR, retire_local_mode_store
+    from core.code.store_socket import HolderGone
+    from core.code.vectors import StoreHeld
 
     # Vectors of Threadline versions before Qdrant Edge: unused now, re-embedded from SQL.
     retire_local_mode_store(settings.data_dir / LOCAL_MODE_DIR)
-    return VectorStore.local(settings.data_dir / EDGE_DIR, embedder)
+    root = settings.data_dir / EDGE_DIR
+    try:
+        return VectorStore.local(root, embedder)
+    except StoreHeld as held:
+        try:
+            return VectorStore.attach(root, embedder)  # through the process holding it
+        except HolderGone:
+            pass  # it stopped meanwhile, or shares nothing (an older Threadline): once more
+        try:
+            return VectorStore.local(root, embedder)
+        except StoreHeld:
+            raise held from None
 
 
 def vector_store_generation(

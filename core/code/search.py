@@ -23,15 +23,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from core.code.chunking import Chunk, Kind
 from core.code.redact import redact
 from core.code.roles import role_of
 from core.code.selection import still_readable
+from core.code.store_socket import HolderGone
 from core.code.vectors import Mode, SearchHit, VectorStore, VectorStoreError
 
 if TYPE_CHECKING:
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from core.store.models import CodeChunk, Repo
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 SNIPPET_LINES = 12
 SNIPPET_CHARS = 600
@@ -143,8 +146,26 @@ class CodeSearch:
                 except BaseException:
                     await store.close()  # releases the embedded shard, or the connection
                     raise
+                try:
+                    # Held here: `threadline search`/`index` in a shell use it through us.
+                    await store.share()
+                except OSError as exc:
+                    log.warning("the vector store is not shared with other processes: %s", exc)
                 self._store = store
             return self._store
+
+    async def _use(self, work: Callable[[VectorStore], Awaitable[T]]) -> T:
+        """`work` on the store; once more on a newly opened one if the process this one
+        reached the store through went away (then this process may hold it itself)."""
+        store = await self.store()
+        try:
+            return await work(store)
+        except HolderGone:
+            async with self._lock:
+                if self._store is store:
+                    self._store = None
+                    await store.close()
+            return await work(await self.store())
 
     async def aclose(self) -> None:
         if self._store is not None:
@@ -218,12 +239,16 @@ class CodeSearch:
         self, repo: Repo, *, progress: Callable[[int, int], None] | None = None
     ) -> SyncResult:
         """Make the vector store hold exactly `repo`'s chunks; see the module docstring."""
+        return await self._use(lambda store: self._sync(store, repo, progress))
+
+    async def _sync(
+        self, store: VectorStore, repo: Repo, progress: Callable[[int, int], None] | None
+    ) -> SyncResult:
         from sqlmodel import col, select
 
         from core.store.models import CodeChunk
 
         assert repo.id is not None
-        store = await self.store()
         async with self._sync_lock:  # two syncs of one store would embed the same chunks twice
             wanted = await self._wanted(repo.id)
             have = await store.point_states(repo.name)
@@ -270,13 +295,14 @@ class CodeSearch:
 
         if not repos:
             return []
-        store = await self.store()
-        hits: list[SearchHit] = await store.search(
-            query,
-            repos=list(repos),
-            roles=list(roles) if roles is not None else None,
-            k=min(max(k, 1), MAX_TOP_K),
-            mode=mode,
+        hits: list[SearchHit] = await self._use(
+            lambda store: store.search(
+                query,
+                repos=list(repos),
+                roles=list(roles) if roles is not None else None,
+                k=min(max(k, 1), MAX_TOP_K),
+                mode=mode,
+            )
         )
         if not hits:
             return []

@@ -54,6 +54,7 @@ from core.code.vector_query import (
     QueryPlan,
     Scored,
     SparseQuery,
+    StoreHeld,
     VectorStoreError,
     Where,
 )
@@ -61,6 +62,8 @@ from core.memory.ranking import STOPWORDS
 
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient
+
+    from core.code.store_socket import StoreServer
 
 __all__ = [
     "DENSE",
@@ -74,6 +77,7 @@ __all__ = [
     "Mode",
     "PointState",
     "SearchHit",
+    "StoreHeld",
     "VectorStore",
     "VectorStoreError",
     "bare_name",
@@ -253,6 +257,7 @@ class VectorStore:
         self.collection = collection_name(embedder)
         self._ready = False
         self._ready_lock = asyncio.Lock()
+        self._server: StoreServer | None = None
 
     @property
     def embedded(self) -> bool:
@@ -275,6 +280,31 @@ class VectorStore:
         from core.code.edge_store import EdgeBackend
 
         return cls(EdgeBackend.open(cls.shard_path(root, embedder), embedder.dimension), embedder)
+
+    @classmethod
+    def attach(cls, root: Path, embedder: Embedder) -> VectorStore:
+        """The embedded store under `root` that another local process holds, used through
+        that process (`share`; `core.code.store_socket`). Blocking (a handshake). Raises
+        `HolderGone` when no holder answers."""
+        from core.code.store_socket import RemoteBackend
+
+        return cls(RemoteBackend.connect(cls.shard_path(root, embedder)), embedder)
+
+    async def share(self) -> bool:
+        """Let other local processes (`threadline search`/`index` beside the bot) use this
+        embedded store through this process, until `close`. Returns whether it is shared
+        (only an embedded store held here can be)."""
+        from core.code.edge_store import EdgeBackend
+        from core.code.store_socket import StoreServer, available
+
+        if self._server is not None:
+            return True
+        if not isinstance(self._backend, EdgeBackend) or not available():
+            return False
+        server = StoreServer(self._backend, self._backend.path)
+        await server.start()
+        self._server = server
+        return True
 
     @classmethod
     def memory(cls, embedder: Embedder) -> VectorStore:
@@ -325,6 +355,9 @@ class VectorStore:
             raise VectorStoreError(f"the embedding endpoint failed: {exc}") from None
 
     async def close(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            await server.close()
         await self._backend.close()
 
     async def ensure(self) -> None:

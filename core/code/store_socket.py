@@ -1,0 +1,415 @@
+"""Sharing the embedded vector store with other local processes through the one that holds it.
+
+A Qdrant Edge shard has one owner. When the bot (`run`, `serve`) holds it, a `threadline search`
+or `threadline index` in a shell cannot open it; instead it reaches the shard through the
+holder: the holder listens on a Unix socket next to the shard (`<collection>.sock`), and the
+other process uses a `RemoteBackend` that forwards the store's few operations (point states,
+upsert, delete, set payload, query) to it. Everything else runs in the asking process as
+usual: embedding (so an index in a shell does not load the bot), SQL, snippets. Writes
+through the socket are serialized with the holder's own by the holder's backend.
+
+Only the local operator gets in: the socket is mode 0600, each connection must present the
+token the holder wrote to `<collection>.token` (mode 0600, new for every holder), and on Linux
+the peer must run as the same user (SO_PEERCRED). Frames are a 4-byte big-endian length and a
+JSON object; dense vectors travel as base64 float32.
+
+A holder that goes away (stopped, crashed) leaves the caller with `HolderGone`: the caller opens
+the store again, and then holds it itself (`core.code.search.CodeSearch` does this).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hmac
+import json
+import logging
+import os
+import secrets
+import socket
+import struct
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.code.vector_query import (
+    Backend,
+    Leg,
+    PointData,
+    PointState,
+    QueryPlan,
+    Scored,
+    SparseQuery,
+    VectorStoreError,
+    Where,
+)
+
+log = logging.getLogger(__name__)
+
+MAX_FRAME = 256 * 1024 * 1024
+CONNECT_TIMEOUT = 2.0
+SOCKET_SUFFIX = ".sock"
+TOKEN_SUFFIX = ".token"
+_HEADER = struct.Struct(">I")
+# sun_path holds 108 bytes on Linux; longer paths are reached through /proc/self/fd.
+_MAX_SUN_PATH = 100
+
+
+class HolderGone(VectorStoreError):
+    """The process that held the embedded store is gone: open the store again."""
+
+
+def socket_path(shard: Path) -> Path:
+    return shard.with_name(shard.name + SOCKET_SUFFIX)
+
+
+def token_path(shard: Path) -> Path:
+    return shard.with_name(shard.name + TOKEN_SUFFIX)
+
+
+def available() -> bool:
+    return hasattr(socket, "AF_UNIX")
+
+
+@contextlib.contextmanager
+def addressable(path: Path) -> Iterator[str]:
+    """`path` as an address a Unix socket accepts, also when it is longer than sun_path."""
+    text = os.fspath(path)
+    if len(os.fsencode(text)) <= _MAX_SUN_PATH or not Path("/proc/self/fd").is_dir():
+        yield text
+        return
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)
+
+
+# -- wire format ----------------------------------------------------------------------------------
+async def _send(writer: asyncio.StreamWriter, message: Mapping[str, Any]) -> None:
+    body = json.dumps(message, separators=(",", ":")).encode()
+    writer.write(_HEADER.pack(len(body)) + body)
+    await writer.drain()
+
+
+async def _receive(reader: asyncio.StreamReader) -> dict[str, Any]:
+    (size,) = _HEADER.unpack(await reader.readexactly(_HEADER.size))
+    if size > MAX_FRAME:
+        raise ValueError(f"frame of {size} bytes")
+    message = json.loads(await reader.readexactly(size))
+    if not isinstance(message, dict):
+        raise ValueError("a frame must hold a JSON object")
+    return message
+
+
+def _floats(values: Sequence[float]) -> str:
+    return base64.b64encode(np.asarray(values, dtype="<f4").tobytes()).decode("ascii")
+
+
+def _unfloats(text: str) -> list[float]:
+    values: list[float] = np.frombuffer(base64.b64decode(text), dtype="<f4").tolist()
+    return values
+
+
+def _vector_json(vector: list[float] | SparseQuery) -> dict[str, Any]:
+    if isinstance(vector, SparseQuery):
+        return {"indices": vector.indices, "values": vector.values}
+    return {"dense": _floats(vector)}
+
+
+def _vector(data: Mapping[str, Any]) -> list[float] | SparseQuery:
+    if "dense" in data:
+        return _unfloats(data["dense"])
+    return SparseQuery([int(i) for i in data["indices"]], [float(v) for v in data["values"]])
+
+
+def _tuple(values: Sequence[str] | None) -> tuple[str, ...] | None:
+    return tuple(str(v) for v in values) if values is not None else None
+
+
+def plan_json(plan: QueryPlan) -> dict[str, Any]:
+    return {
+        "legs": [
+            {
+                "using": leg.using,
+                "vector": _vector_json(leg.vector),
+                "where": {
+                    "repos": leg.where.repos,
+                    "roles": leg.where.roles,
+                    "names": leg.where.names,
+                },
+                "limit": leg.limit,
+            }
+            for leg in plan.legs
+        ],
+        "limit": plan.limit,
+        "fusion_weights": plan.fusion_weights,
+    }
+
+
+def plan_from_json(data: Mapping[str, Any]) -> QueryPlan:
+    legs = []
+    for leg in data["legs"]:
+        using = leg["using"]
+        if using not in ("dense", "sparse"):
+            raise ValueError(f"unknown vector {using!r}")
+        where = leg["where"]
+        legs.append(
+            Leg(
+                using,
+                _vector(leg["vector"]),
+                Where(_tuple(where["repos"]), _tuple(where["roles"]), _tuple(where["names"])),
+                int(leg["limit"]),
+            )
+        )
+    weights = data["fusion_weights"]
+    return QueryPlan(
+        tuple(legs),
+        int(data["limit"]),
+        tuple(float(w) for w in weights) if weights is not None else None,
+    )
+
+
+def _point_json(p: PointData) -> dict[str, Any]:
+    return {
+        "id": p.id,
+        "dense": _floats(p.dense),
+        "sparse": {"indices": p.sparse.indices, "values": p.sparse.values},
+        "payload": p.payload,
+    }
+
+
+def _point(data: Mapping[str, Any]) -> PointData:
+    sparse = data["sparse"]
+    return PointData(
+        int(data["id"]),
+        _unfloats(data["dense"]),
+        SparseQuery([int(i) for i in sparse["indices"]], [float(v) for v in sparse["values"]]),
+        dict(data["payload"]),
+    )
+
+
+def _ids(values: Sequence[Any]) -> list[int]:
+    return [int(v) for v in values]
+
+
+# -- the holder's side ----------------------------------------------------------------------------
+def _peer_is_us(writer: asyncio.StreamWriter) -> bool:
+    """Whether the connecting process runs as this user (Linux; elsewhere the token decides)."""
+    sock = writer.get_extra_info("socket")
+    if sock is None or not hasattr(socket, "SO_PEERCRED"):
+        return True
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _, uid, _ = struct.unpack("3i", creds)
+    return bool(uid == os.getuid())
+
+
+class StoreServer:
+    """Serves `backend` on the Unix socket next to `shard` while this process holds it."""
+
+    def __init__(self, backend: Backend, shard: Path) -> None:
+        self._backend = backend
+        self._socket = socket_path(shard)
+        self._token_file = token_path(shard)
+        self._token = secrets.token_hex(32)
+        self._server: asyncio.Server | None = None
+        self._clients: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        # This process holds the shard, so a socket or token file here is a dead holder's.
+        for stale in (self._socket, self._token_file):
+            stale.unlink(missing_ok=True)
+        tmp = self._token_file.with_name(self._token_file.name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as out:
+            out.write(self._token)
+        tmp.replace(self._token_file)
+        with addressable(self._socket) as address:
+            self._server = await asyncio.start_unix_server(
+                self._serve, path=address, limit=MAX_FRAME
+            )
+        os.chmod(self._socket, 0o600)
+
+    async def close(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.close()
+        for task in list(self._clients):
+            task.cancel()
+        await asyncio.gather(*self._clients, return_exceptions=True)
+        await server.wait_closed()
+        for path in (self._socket, self._token_file):
+            path.unlink(missing_ok=True)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._clients.add(task)
+        try:
+            hello = await _receive(reader)
+            token = str(hello.get("token", ""))
+            if not (_peer_is_us(writer) and hmac.compare_digest(token, self._token)):
+                await _send(writer, {"ok": False, "error": "not authorised"})
+                return
+            await _send(writer, {"ok": True})
+            while True:
+                try:
+                    request = await _receive(reader)
+                except asyncio.IncompleteReadError:
+                    return  # the client is done
+                await _send(writer, await self._answer(request))
+        except (OSError, ValueError, asyncio.IncompleteReadError) as exc:
+            log.debug("vector store client dropped: %s", exc)
+        finally:
+            self._clients.discard(task)
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+
+    async def _answer(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        b = self._backend
+        op = request.get("op")
+        try:
+            if op == "states":
+                repo = request.get("repo")
+                states = await b.states(str(repo) if repo is not None else None)
+                return {"ok": True, "states": {str(i): asdict(s) for i, s in states.items()}}
+            if op == "query":
+                hits = await b.query(plan_from_json(request["plan"]))
+                return {
+                    "ok": True,
+                    "hits": [{"id": h.id, "score": h.score, "payload": h.payload} for h in hits],
+                }
+            if op == "upsert":
+                await b.upsert([_point(p) for p in request["points"]])
+            elif op == "delete":
+                await b.delete(_ids(request["ids"]))
+            elif op == "set_payload":
+                await b.set_payload(_ids(request["ids"]), dict(request["payload"]))
+            else:
+                return {"ok": False, "error": f"unknown operation {op!r}"}
+            return {"ok": True}
+        except VectorStoreError as exc:
+            return {"ok": False, "error": str(exc)}
+        except (KeyError, TypeError, ValueError) as exc:
+            return {"ok": False, "error": f"bad request: {exc!r}"}
+
+
+# -- the other processes' side --------------------------------------------------------------------
+class RemoteBackend:
+    """A `Backend` that asks the process holding the shard; see the module docstring."""
+
+    def __init__(self, shard: Path) -> None:
+        self._socket = socket_path(shard)
+        self._token_file = token_path(shard)
+
+    @classmethod
+    def connect(cls, shard: Path) -> RemoteBackend:
+        """A backend through the holder of `shard`, if one answers; else `VectorStoreError`.
+        Blocking (a quick handshake): call it off the event loop."""
+        backend = cls(shard)
+        backend._probe()
+        return backend
+
+    def _token(self) -> str:
+        try:
+            return self._token_file.read_text(encoding="ascii").strip()
+        except OSError as exc:
+            raise HolderGone(f"no holder's token at {self._token_file}: {exc.strerror}") from None
+
+    def _probe(self) -> None:
+        if not available() or not self._socket.exists():
+            raise HolderGone("the process holding the embedded vector store shares no socket")
+        token = self._token()
+        try:
+            with (
+                addressable(self._socket) as address,
+                socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock,
+            ):
+                sock.settimeout(CONNECT_TIMEOUT)
+                sock.connect(address)
+                body = json.dumps({"token": token}).encode()
+                sock.sendall(_HEADER.pack(len(body)) + body)
+                header = _recv_exactly(sock, _HEADER.size)
+                (size,) = _HEADER.unpack(header)
+                answer = json.loads(_recv_exactly(sock, min(size, MAX_FRAME)))
+        except OSError as exc:
+            raise HolderGone(f"the holder does not answer at {self._socket}: {exc}") from None
+        if not answer.get("ok"):
+            raise VectorStoreError(
+                f"the holder of the embedded vector store refused: {answer.get('error')}"
+            )
+
+    @property
+    def embedded(self) -> bool:
+        return True
+
+    async def _ask(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        token = self._token()
+        try:
+            with addressable(self._socket) as address:
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_unix_connection(address, limit=MAX_FRAME), CONNECT_TIMEOUT
+                )
+            try:
+                await _send(writer, {"token": token})
+                hello = await _receive(reader)
+                if not hello.get("ok"):
+                    raise VectorStoreError(
+                        f"the holder of the embedded vector store refused: {hello.get('error')}"
+                    )
+                await _send(writer, request)
+                answer = await _receive(reader)
+            finally:
+                writer.close()
+                with contextlib.suppress(OSError):
+                    await writer.wait_closed()
+        except (OSError, asyncio.IncompleteReadError, TimeoutError) as exc:
+            raise HolderGone(
+                f"the process holding the embedded vector store went away ({exc!r})"
+            ) from None
+        if not answer.get("ok"):
+            raise VectorStoreError(str(answer.get("error", "the holder failed")))
+        return answer
+
+    async def ensure(self, dimension: int) -> None:
+        """Nothing to do: the holder made the shard."""
+
+    async def upsert(self, points: Sequence[PointData]) -> None:
+        if points:
+            await self._ask({"op": "upsert", "points": [_point_json(p) for p in points]})
+
+    async def delete(self, ids: Sequence[int]) -> None:
+        if ids:
+            await self._ask({"op": "delete", "ids": list(ids)})
+
+    async def set_payload(self, ids: Sequence[int], payload: Mapping[str, Any]) -> None:
+        if ids:
+            await self._ask({"op": "set_payload", "ids": list(ids), "payload": dict(payload)})
+
+    async def states(self, repo: str | None) -> dict[int, PointState]:
+        answer = await self._ask({"op": "states", "repo": repo})
+        return {int(i): PointState(**s) for i, s in answer["states"].items()}
+
+    async def query(self, plan: QueryPlan) -> list[Scored]:
+        answer = await self._ask({"op": "query", "plan": plan_json(plan)})
+        return [Scored(int(h["id"]), float(h["score"]), h["payload"]) for h in answer["hits"]]
+
+    async def close(self) -> None:
+        """Nothing to release: each call has its own connection."""
+
+
+def _recv_exactly(sock: socket.socket, size: int) -> bytes:
+    chunks = []
+    while size:
+        chunk = sock.recv(size)
+        if not chunk:
+            raise ConnectionResetError("closed by the holder")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
