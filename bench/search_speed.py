@@ -30,7 +30,9 @@ the embedded vector store (a Qdrant Edge shard under DATA_DIR/qdrant-edge).
 6. `threadline search` as a new process: `--cli-runs` runs of the real command on the indexed
    data dir (wall time, interpreter start included), and one profiled run in a child that
    times its phases (imports, app build, database, store open, model load, search) and says
-   whether qdrant-client was imported.
+   whether qdrant-client was imported. Then the same beside a bot: a child process holds the
+   store (and shares it on its socket) with the embedder loaded, `--cli-runs` more searches
+   and one unchanged `threadline index` run through it.
 
 `--reuse DIR` reuses an already-indexed data dir (the default one is printed at the end): no
 corpus copy, no full index (its numbers are read back from DIR/speed-index.json); steps 3-6 run.
@@ -597,24 +599,59 @@ def cli_env(data_dir: Path) -> dict[str, str]:
     return env
 
 
-def cli_search(data_dir: Path, queries: Sequence[str], runs: int) -> dict[str, Any]:
-    """Wall time of `threadline search QUERY --json` as new processes, and one profiled run."""
-    env = cli_env(data_dir)
+def cli_command() -> list[str]:
     exe = Path(sys.executable).with_name("threadline")
-    base = [str(exe)] if exe.exists() else [sys.executable, "-m", "bot.cli"]
-    print(f"`threadline search` x {runs} ...", file=sys.stderr)
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
-    bare_ms = (time.perf_counter() - t0) * 1000
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "bot.cli"]
+
+
+def cli_runs(env: dict[str, str], queries: Sequence[str], runs: int) -> list[float]:
+    """Wall ms of `threadline search QUERY --json` runs (the first, which warms the page cache,
+    left out)."""
     wall = []
     for q in list(queries)[: runs + 1]:
         t0 = time.perf_counter()
         proc = subprocess.run(
-            [*base, "search", q, "--json"], env=env, capture_output=True, text=True, check=False
+            [*cli_command(), "search", q, "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         wall.append((time.perf_counter() - t0) * 1000)
         if proc.returncode != 0 or not json.loads(proc.stdout)["results"]:
             raise SystemExit(f"threadline search failed:\n{proc.stderr}")
+    return wall[1:]
+
+
+# A bot process: holds the store (and shares it), with the embedder loaded, until stdin closes.
+_HOLDER = """
+import asyncio, sys
+sys.path.insert(0, sys.argv[1])
+from bot.app import build_app
+from config.settings import load_settings
+
+async def main():
+    app = build_app(load_settings())
+    names = [r.name for r in await app.repos.all()]
+    await app.search.search("warm up", names, k=1)
+    print("ready", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    await app.aclose()
+
+asyncio.run(main())
+"""
+
+
+def cli_search(data_dir: Path, queries: Sequence[str], runs: int) -> dict[str, Any]:
+    """`threadline search QUERY --json` as new processes: alone, and beside a bot process that
+    holds the store (through its socket); one profiled run; an unchanged `threadline index`
+    beside the bot."""
+    env = cli_env(data_dir)
+    print(f"`threadline search` x {runs} ...", file=sys.stderr)
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
+    bare_ms = (time.perf_counter() - t0) * 1000
+    alone = cli_runs(env, queries, runs)
     profile = subprocess.run(
         [sys.executable, "-c", _CLI_PROFILE, str(ROOT), queries[0]],
         env=env,
@@ -622,11 +659,40 @@ def cli_search(data_dir: Path, queries: Sequence[str], runs: int) -> dict[str, A
         text=True,
         check=True,
     )
+    print(f"`threadline search` x {runs} beside a bot holding the store ...", file=sys.stderr)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(ROOT)],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdin is not None
+        if holder.stdout.readline() != "ready\n":
+            raise SystemExit("the holder process did not start")
+        beside = cli_runs(env, list(queries)[runs + 1 :], runs)
+        t0 = time.perf_counter()
+        index = subprocess.run(
+            [*cli_command(), "index", str(REPO_DIR), "--name", REPO_NAME],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        index_s = time.perf_counter() - t0
+    finally:
+        if holder.stdin is not None:
+            holder.stdin.close()
+        holder.wait(timeout=60)
     return {
-        "wall": dist(wall[1:]),  # the first run warms the page cache
-        "runs": len(wall) - 1,
+        "wall": dist(alone),
+        "beside": dist(beside),
+        "runs": len(alone),
         "python_start_ms": bare_ms,
         "profile": json.loads(profile.stdout.strip().splitlines()[-1]),
+        "index_beside_s": index_s,
+        "index_beside_out": index.stdout.strip().splitlines()[-1] if index.stdout else "",
     }
 
 
@@ -795,16 +861,22 @@ def cli_lines(cx: dict[str, Any]) -> list[str]:
         f"{name.replace('_', ' ')} {p[name] * 1000:.0f} ms"
         for name in ("imports", "build_app", "database", "store_open", "model_load", "search")
     )
+    b = cx["beside"]
     return [
         f"`threadline search QUERY --json` as a new process, {cx['runs']} runs after one "
         "untimed (wall time, interpreter start included):",
         "",
-        f"- **p50 {w['p50']:.0f} ms**, p95 {w['p95']:.0f} ms, max {w['max']:.0f} ms "
+        f"- alone: **p50 {w['p50']:.0f} ms**, p95 {w['p95']:.0f} ms, max {w['max']:.0f} ms "
         f"({verdict(w['p50'], TARGETS['cli_p50_ms'])}); a bare `python -c pass` takes "
         f"{cx['python_start_ms']:.0f} ms here; bytecode cached (`PYTHONPYCACHEPREFIX`)",
         f"- one profiled run (in-process phases): {phases}; total in process "
         f"{p['total_in_process'] * 1000:.0f} ms; qdrant-client imported: "
         f"{'yes' if p['qdrant_client_imported'] else 'no'}",
+        f"- beside a bot process holding the store (through its socket; the query is "
+        f"embedded by the command): **p50 {b['p50']:.0f} ms**, p95 {b['p95']:.0f} ms, max "
+        f"{b['max']:.0f} ms",
+        f"- `threadline index` of the unchanged repository beside that bot: "
+        f"{cx['index_beside_s']:.2f} s (`{cx['index_beside_out']}`)",
     ]
 
 
