@@ -1,0 +1,5 @@
+from . import tax
+
+
+def total(items):
+    return sum(items) + tax.vat(sum(items))

@@ -1,0 +1,2 @@
+def vat(amount):
+    return amount * 0.2

@@ -1,0 +1,834 @@
+"""Python: definitions, name bindings and references of one file, from its tree-sitter tree.
+
+Two passes. The first walks the tree once, creating scopes (module, class, function, lambda)
+with every binding of every name in them (definitions, imports, assignments, parameters,
+`for` targets, `with ... as`), and noting every call site. The second evaluates, lazily and
+flow-insensitively, what each call's callee may be (see `model` for the value language): a
+name is looked up through the enclosing scopes (class bodies skipped, as Python does), a
+parameter takes the values of the arguments that calls of its function in this file pass, a
+variable those of its assignments. What is left symbolic (imports, other files) is resolved by
+`resolve` once the whole repository is known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from core.code.graph.model import (
+    FLOW,
+    MODULE,
+    SCOPED,
+    ClassFacts,
+    Definition,
+    FileFacts,
+    Reference,
+    RefKind,
+)
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
+MAX_VALUES = 16  # per name: a name assigned more often than that is not followed further
+MAX_DEPTH = 40
+ROUNDS = 2  # parameter flow: a function passed through two calls is still followed
+
+V = tuple[Any, ...]  # a value while extracting (a tuple: hashable); stored as lists
+
+
+def module_name(path: str) -> tuple[str, bool]:
+    """("pkg.mod", False) for pkg/mod.py; ("pkg", True) for pkg/__init__.py."""
+    pure = PurePosixPath(path)
+    parts = list(pure.parent.parts) if pure.parent != PurePosixPath(".") else []
+    if pure.stem == "__init__":
+        return ".".join(parts), True
+    return ".".join([*parts, pure.stem]), False
+
+
+@dataclass(eq=False)
+class _Binding:
+    kind: str  # "v" value, "e" expression, "it" element of, "p" parameter, "ann", "si"
+    value: V | None = None
+    node: Node | None = None
+    scope: _Scope | None = None
+    key: Any = None  # "si": the subscript key; "p": (function, position, name)
+
+
+@dataclass(eq=False)
+class _Scope:
+    kind: str  # "module", "class", "function"
+    symbol: str
+    parent: _Scope | None
+    cls: str | None = None  # class scope: its class; method scope: the method's class
+    bindings: dict[str, list[_Binding]] = field(default_factory=dict)
+    globals: set[str] = field(default_factory=set)
+    lambdas: int = 0
+
+    @property
+    def prefix(self) -> str:
+        return "" if self.kind == "module" else self.symbol + "."
+
+    def bind(self, name: str, binding: _Binding) -> None:
+        target = self
+        if name in self.globals:
+            while target.parent is not None:
+                target = target.parent
+        target.bindings.setdefault(name, []).append(binding)
+
+
+@dataclass(eq=False)
+class _Function:
+    symbol: str
+    params: list[str]  # positional order
+    bound: bool  # a method taking self/cls: a call through an instance skips the first
+
+
+@dataclass(eq=False)
+class _Site:
+    callee: Node
+    scope: _Scope
+    line: int
+    args: Node | None  # argument_list, for parameter flow
+    decorator: bool = False
+    decorates: str | None = None  # a decorator site: the decorated definition (its argument)
+
+
+def _text(node: Node | None) -> str:
+    if node is None or node.text is None:
+        return ""
+    return node.text.decode("utf-8", "replace")
+
+
+def _literal(node: Node | None) -> Any:
+    """The key a subscript or dict entry spells literally (a string or an int), else None."""
+    if node is None:
+        return None
+    if node.type == "integer":
+        try:
+            return int(_text(node), 0)
+        except ValueError:
+            return None
+    if node.type == "string":
+        parts = [c for c in node.named_children if c.type == "string_content"]
+        if len(parts) == 1 and len(node.named_children) == 3:
+            return _text(parts[0])
+        if len(node.named_children) == 2:
+            return ""
+    return None
+
+
+def thaw(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [thaw(v) for v in value]
+    return value
+
+
+class PythonExtractor:
+    def __init__(self, path: str, source: bytes) -> None:
+        self.path = path
+        self.source = source
+        self.module, self.package = module_name(path)
+        self.definitions: dict[str, Definition] = {}
+        self.functions: dict[str, _Function] = {}
+        self.class_scopes: dict[str, _Scope] = {}
+        self.class_bases: dict[str, tuple[list[Node], _Scope, int]] = {}
+        self.self_attrs: dict[str, dict[str, list[_Binding]]] = {}
+        self.returns: dict[str, list[_Binding]] = {}
+        self.sites: list[_Site] = []
+        self.imports: list[tuple[str, int, str]] = []  # (source symbol, line, dotted)
+        self.stars: list[str] = []
+        self.lambda_names: dict[int, str] = {}
+        self.arguments: dict[tuple[str, str], list[_Binding]] = {}
+        self._memo: dict[tuple[int, int], frozenset[V]] = {}
+        self._names: dict[tuple[int, str], frozenset[V]] = {}
+        self._function_scopes: dict[str, _Scope] = {}
+        self._last_symbol: str | None = None
+
+    # -- pass 1: scopes and bindings ----------------------------------------------------------
+
+    def extract(self) -> FileFacts:
+        from core.code.languages import parser_for
+
+        tree = parser_for("python").parse(self.source)
+        root = tree.root_node
+        module = _Scope("module", MODULE, None)
+        self.module_scope = module
+        lines = max(1, root.end_point.row + (0 if root.end_point.column == 0 else 1))
+        self.definitions[MODULE] = Definition(MODULE, "module", 1, lines)
+        self._visit_block(root, module)
+        for _ in range(ROUNDS):
+            self._flow()
+        return self._facts()
+
+    def _define(self, symbol: str, kind: Any, node: Node) -> str:
+        # A redefinition (a conditional def, a property setter) stays one symbol, at the
+        # first location.
+        if symbol not in self.definitions:
+            self.definitions[symbol] = Definition(
+                symbol, kind, node.start_point.row + 1, node.end_point.row + 1
+            )
+        return symbol
+
+    def _visit_block(self, node: Node, scope: _Scope) -> None:
+        for child in node.named_children:
+            self._visit(child, scope)
+
+    def _visit(self, node: Node, scope: _Scope) -> None:
+        kind = node.type
+        if kind == "decorated_definition":
+            definition = node.child_by_field_name("definition")
+            decorators = [c for c in node.named_children if c.type == "decorator"]
+            if definition is not None:
+                self._visit(definition, scope)
+                symbol = self._last_symbol
+                for decorator in decorators:
+                    expr = decorator.named_children[0] if decorator.named_children else None
+                    if expr is None:
+                        continue
+                    self._visit(expr, scope)  # `@dec(1)`: the call of dec itself
+                    self.sites.append(
+                        _Site(
+                            expr,
+                            scope,
+                            decorator.start_point.row + 1,
+                            None,
+                            decorator=True,
+                            decorates=symbol,
+                        )
+                    )
+                    if symbol is not None and _text(expr) in ("staticmethod", "classmethod"):
+                        self._static(symbol, _text(expr))
+            return
+        if kind == "class_definition":
+            self._class(node, scope)
+            return
+        if kind == "function_definition":
+            self._function(node, scope)
+            return
+        if kind == "lambda":
+            self._lambda(node, scope, None)
+            return
+        if kind in ("import_statement", "import_from_statement", "future_import_statement"):
+            self._import(node, scope)
+            return
+        if kind in ("global_statement", "nonlocal_statement"):
+            if kind == "global_statement":
+                scope.globals.update(_text(c) for c in node.named_children)
+            return
+        if kind == "assignment":
+            self._assignment(node, scope)
+        elif kind in ("for_statement", "for_in_clause"):
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            if left is not None and right is not None:
+                for name in self._target_names(left):
+                    scope.bind(name, _Binding("it", node=right, scope=scope))
+        elif kind == "as_pattern" and node.parent is not None and node.parent.type == "with_item":
+            alias = node.child_by_field_name("alias")
+            value = node.named_children[0] if node.named_children else None
+            if alias is not None and value is not None:
+                for name in self._target_names(alias):
+                    scope.bind(name, _Binding("e", node=value, scope=scope))
+        elif kind == "return_statement":
+            value = node.named_children[0] if node.named_children else None
+            if value is not None and scope.kind == "function":
+                self.returns.setdefault(scope.symbol, []).append(
+                    _Binding("e", node=value, scope=scope)
+                )
+        elif kind == "call":
+            function = node.child_by_field_name("function")
+            if function is not None and _text(function) != "super":
+                args = node.child_by_field_name("arguments")
+                self.sites.append(_Site(function, scope, node.start_point.row + 1, args))
+        self._visit_block(node, scope)
+
+    def _class(self, node: Node, scope: _Scope) -> None:
+        name = _text(node.child_by_field_name("name")) or "<anonymous>"
+        symbol = self._define(scope.prefix + name, "class", node)
+        self._last_symbol = symbol
+        scope.bind(name, _Binding("v", value=("d", symbol)))
+        inner = _Scope("class", symbol, scope, cls=symbol)
+        self.class_scopes[symbol] = inner
+        superclasses = node.child_by_field_name("superclasses")
+        bases: list[Node] = []
+        if superclasses is not None:
+            for child in superclasses.named_children:
+                if child.type == "keyword_argument":
+                    self._visit(child, scope)
+                    continue
+                bases.append(child)
+                self._visit(child, scope)
+        self.class_bases[symbol] = (bases, scope, node.start_point.row + 1)
+        body = node.child_by_field_name("body")
+        if body is not None:
+            self._visit_block(body, inner)
+        self._last_symbol = symbol
+
+    def _function(self, node: Node, scope: _Scope) -> None:
+        name = _text(node.child_by_field_name("name")) or "<anonymous>"
+        kind = "method" if scope.kind == "class" else "function"
+        symbol = self._define(scope.prefix + name, kind, node)
+        scope.bind(name, _Binding("v", value=("d", symbol)))
+        inner = _Scope("function", symbol, scope, cls=scope.cls if kind == "method" else None)
+        parameters = node.child_by_field_name("parameters")
+        self._parameters(parameters, symbol, inner, scope, method=kind == "method")
+        return_type = node.child_by_field_name("return_type")
+        if return_type is not None:
+            self.returns.setdefault(symbol, []).append(
+                _Binding("ann", node=return_type, scope=scope)
+            )
+        body = node.child_by_field_name("body")
+        if body is not None:
+            self._visit_block(body, inner)
+        self._last_symbol = symbol
+
+    def _static(self, symbol: str, decorator: str) -> None:
+        """`@staticmethod` takes no self; `@classmethod` takes the class, not an instance."""
+        function = self.functions.get(symbol)
+        if function is None or not function.params:
+            return
+        first = function.params[0]
+        owner = symbol.rsplit(".", 1)[0]
+        scope = self._function_scopes.get(symbol)
+        if scope is None:
+            return
+        bindings = scope.bindings.get(first, [])
+        if decorator == "staticmethod":
+            function.bound = False
+            scope.bindings[first] = [b for b in bindings if b.kind != "v"]
+        else:
+            scope.bindings[first] = [
+                _Binding("v", value=("d", owner)) if b.kind == "v" else b for b in bindings
+            ]
+
+    def _parameters(
+        self, parameters: Node | None, symbol: str, inner: _Scope, outer: _Scope, *, method: bool
+    ) -> None:
+        self._function_scopes[symbol] = inner
+        names: list[str] = []
+        if parameters is not None:
+            for child in parameters.named_children:
+                name_node: Node | None = None
+                annotation = child.child_by_field_name("type")
+                default = child.child_by_field_name("value")
+                if child.type == "identifier":
+                    name_node = child
+                elif child.type in ("typed_parameter",):
+                    name_node = next(
+                        (c for c in child.named_children if c.type == "identifier"), None
+                    )
+                elif child.type in ("default_parameter", "typed_default_parameter"):
+                    name_node = child.child_by_field_name("name")
+                if default is not None:
+                    self._visit(default, outer)
+                if name_node is None:
+                    continue
+                name = _text(name_node)
+                position = len(names)
+                names.append(name)
+                if method and position == 0 and outer.cls is not None:
+                    inner.bind(name, _Binding("v", value=("i", ("d", outer.cls))))
+                    continue
+                inner.bind(name, _Binding("p", key=(symbol, name)))
+                if default is not None:
+                    inner.bind(name, _Binding("e", node=default, scope=outer))
+                if annotation is not None:
+                    inner.bind(name, _Binding("ann", node=annotation, scope=outer))
+        self.functions[symbol] = _Function(symbol, names, method and outer.cls is not None)
+
+    def _lambda(self, node: Node, scope: _Scope, name: str | None) -> str:
+        if node.id in self.lambda_names:
+            return self.lambda_names[node.id]
+        if name is None:
+            scope.lambdas += 1
+            name = f"<lambda{scope.lambdas}>"
+        symbol = self._define(scope.prefix + name, "function", node)
+        self.lambda_names[node.id] = symbol
+        inner = _Scope("function", symbol, scope)
+        self._parameters(node.child_by_field_name("parameters"), symbol, inner, scope, method=False)
+        body = node.child_by_field_name("body")
+        if body is not None:
+            self.returns.setdefault(symbol, []).append(_Binding("e", node=body, scope=inner))
+            self._visit(body, inner)
+        return symbol
+
+    def _import(self, node: Node, scope: _Scope) -> None:
+        line = node.start_point.row + 1
+        if node.type == "import_statement":
+            for child in node.named_children:
+                if child.type == "aliased_import":
+                    dotted = _text(child.child_by_field_name("name"))
+                    alias = _text(child.child_by_field_name("alias"))
+                    scope.bind(alias, _Binding("v", value=("m", dotted)))
+                else:
+                    dotted = _text(child)
+                    head = dotted.split(".", 1)[0]
+                    scope.bind(head, _Binding("v", value=("m", head)))
+                self.imports.append((scope.symbol, line, dotted))
+            return
+        if node.type == "future_import_statement":
+            return
+        module_node = node.child_by_field_name("module_name")
+        base = self._absolute(module_node)
+        for child in node.named_children:
+            if child == module_node:
+                continue
+            if child.type == "wildcard_import":
+                if base:
+                    self.stars.append(base)
+                    self.imports.append((scope.symbol, line, base))
+                continue
+            if child.type == "aliased_import":
+                name = _text(child.child_by_field_name("name"))
+                alias = _text(child.child_by_field_name("alias"))
+            elif child.type == "dotted_name":
+                name = alias = _text(child)
+            else:
+                continue
+            dotted = f"{base}.{name}" if base else name
+            scope.bind(alias, _Binding("v", value=("m", dotted)))
+            self.imports.append((scope.symbol, line, dotted))
+
+    def _absolute(self, module_node: Node | None) -> str:
+        """The absolute dotted name of `from X import` (relative imports from this file)."""
+        if module_node is None:
+            return ""
+        if module_node.type != "relative_import":
+            return _text(module_node)
+        prefix = next((c for c in module_node.named_children if c.type == "import_prefix"), None)
+        level = _text(prefix).count(".")
+        rest = next((c for c in module_node.named_children if c.type == "dotted_name"), None)
+        parts = self.module.split(".") if self.module else []
+        # A package's __init__ is the package itself; a module's level 1 is its package.
+        drop = level - 1 if self.package else level
+        parts = parts[: len(parts) - drop] if drop <= len(parts) else []
+        if rest is not None:
+            parts.append(_text(rest))
+        return ".".join(p for p in parts if p)
+
+    def _target_names(self, node: Node) -> Iterator[str]:
+        if node.type == "identifier":
+            yield _text(node)
+        elif node.type in ("pattern_list", "tuple_pattern", "list_pattern", "as_pattern_target"):
+            for child in node.named_children:
+                yield from self._target_names(child)
+
+    def _assignment(self, node: Node, scope: _Scope) -> None:
+        targets: list[Node] = []
+        current: Node | None = node
+        value: Node | None = None
+        annotation: Node | None = None
+        while current is not None and current.type == "assignment":
+            left = current.child_by_field_name("left")
+            if left is not None:
+                targets.append(left)
+            annotation = annotation or current.child_by_field_name("type")
+            value = current.child_by_field_name("right")
+            current = value
+        if value is not None and value.type == "lambda" and targets[0].type == "identifier":
+            self._lambda(value, scope, _text(targets[0]))
+        for target in targets:
+            self._bind_target(target, value, annotation, scope)
+
+    def _bind_target(
+        self, target: Node, value: Node | None, annotation: Node | None, scope: _Scope
+    ) -> None:
+        if target.type == "identifier":
+            name = _text(target)
+            if value is not None:
+                scope.bind(name, _Binding("e", node=value, scope=scope))
+            if annotation is not None:
+                scope.bind(name, _Binding("ann", node=annotation, scope=scope))
+        elif target.type in ("pattern_list", "tuple_pattern", "list_pattern"):
+            items = target.named_children
+            values = value.named_children if value is not None else []
+            if value is not None and value.type in ("expression_list", "tuple", "list"):
+                if len(values) == len(items):
+                    for item, item_value in zip(items, values, strict=True):
+                        self._bind_target(item, item_value, None, scope)
+        elif target.type == "attribute" and value is not None:
+            obj = target.child_by_field_name("object")
+            attr = _text(target.child_by_field_name("attribute"))
+            owner = self._self_class(obj, scope)
+            if owner is not None:
+                self.self_attrs.setdefault(owner, {}).setdefault(attr, []).append(
+                    _Binding("e", node=value, scope=scope)
+                )
+        elif target.type == "subscript" and value is not None:
+            container = target.child_by_field_name("value")
+            if container is not None and container.type == "identifier":
+                key = _literal(target.child_by_field_name("subscript"))
+                self._lookup_scope(_text(container), scope).bind(
+                    _text(container), _Binding("si", node=value, scope=scope, key=key)
+                )
+
+    def _lookup_scope(self, name: str, scope: _Scope) -> _Scope:
+        """The scope that binds `name` as seen from `scope` (the module's when none does)."""
+        current: _Scope | None = scope
+        first = True
+        while current is not None:
+            if name in current.globals:
+                return self.module_scope
+            if (first or current.kind != "class") and name in current.bindings:
+                return current
+            first = False
+            current = current.parent
+        return self.module_scope
+
+    def _self_class(self, obj: Node | None, scope: _Scope) -> str | None:
+        """The class when `obj` is a method's `self` (also inside functions nested in it)."""
+        if obj is None or obj.type != "identifier":
+            return None
+        name = _text(obj)
+        holder = self._lookup_scope(name, scope)
+        for binding in holder.bindings.get(name, []):
+            if binding.kind == "v" and binding.value and binding.value[0] == "i":
+                inner = binding.value[1]
+                if inner[0] == "d" and inner[1] in self.class_scopes:
+                    return str(inner[1])
+        return None
+
+    # -- pass 2: values ----------------------------------------------------------------------
+
+    def _flow(self) -> None:
+        """Which arguments reach which parameters of this file's functions (rebuilt per round,
+        so a function passed on through two calls is followed too)."""
+        arguments: dict[tuple[str, str], list[_Binding]] = {}
+        for site in self.sites:
+            if site.decorates is not None:
+                # `@dec def f`: dec is called with f
+                for function, _ in self._local_callees(site):
+                    if function.params:
+                        arguments.setdefault((function.symbol, function.params[0]), []).append(
+                            _Binding("v", value=("d", site.decorates))
+                        )
+                continue
+            if site.args is None:
+                continue
+            for function, skip in self._local_callees(site):
+                params = function.params[1:] if skip else function.params
+                position = 0
+                for arg in site.args.named_children:
+                    if arg.type == "keyword_argument":
+                        name = _text(arg.child_by_field_name("name"))
+                        value = arg.child_by_field_name("value")
+                        if value is not None and name in function.params:
+                            arguments.setdefault((function.symbol, name), []).append(
+                                _Binding("e", node=value, scope=site.scope)
+                            )
+                    elif arg.type in ("list_splat", "dictionary_splat"):
+                        break
+                    else:
+                        if position < len(params):
+                            arguments.setdefault((function.symbol, params[position]), []).append(
+                                _Binding("e", node=arg, scope=site.scope)
+                            )
+                        position += 1
+        self.arguments = arguments
+        self._memo.clear()
+        self._names.clear()
+
+    def _local_callees(self, site: _Site) -> Iterator[tuple[_Function, bool]]:
+        """This file's functions a call site may call, and whether the call is bound (the
+        first parameter, self, is not passed)."""
+        for value in self.eval(site.callee, site.scope):
+            yield from self._local_function(value, 0)
+
+    def _local_function(self, value: V, depth: int) -> Iterator[tuple[_Function, bool]]:
+        if depth > 4:
+            return
+        if value[0] == "d":
+            symbol = value[1]
+            definition = self.definitions.get(symbol)
+            if definition is None:
+                return
+            if definition.kind == "class":
+                init = self.functions.get(symbol + ".__init__")
+                if init is not None:
+                    yield init, True
+            elif symbol in self.functions:
+                yield self.functions[symbol], False
+        elif value[0] == "a":
+            owner, attr = value[1], value[2]
+            if owner[0] == "i" and owner[1][0] == "d":
+                method = self.functions.get(f"{owner[1][1]}.{attr}")
+                if method is not None:
+                    yield method, method.bound
+            elif owner[0] == "d" and owner[1] in self.class_scopes:
+                method = self.functions.get(f"{owner[1]}.{attr}")
+                if method is not None:
+                    yield method, False
+        elif value[0] == "c" and value[1][0] == "d":
+            for binding in self.returns.get(value[1][1], []):
+                for returned in self._binding_values(binding, depth + 1):
+                    yield from self._local_function(returned, depth + 1)
+
+    def eval(self, node: Node, scope: _Scope, depth: int = 0) -> frozenset[V]:
+        key = (node.id, id(scope))
+        cached = self._memo.get(key)
+        if cached is not None:
+            return cached
+        if depth > MAX_DEPTH:
+            return frozenset()
+        self._memo[key] = frozenset()  # a cycle evaluates to nothing
+        result = frozenset(list(self._eval(node, scope, depth + 1))[:MAX_VALUES])
+        self._memo[key] = result
+        return result
+
+    def _eval(self, node: Node, scope: _Scope, depth: int) -> Iterable[V]:
+        kind = node.type
+        if kind == "identifier":
+            return self.lookup(_text(node), scope, depth)
+        if kind == "attribute":
+            obj = node.child_by_field_name("object")
+            attr = _text(node.child_by_field_name("attribute"))
+            if obj is None:
+                return ()
+            return [("a", v, attr) for v in self.eval(obj, scope, depth)]
+        if kind == "call":
+            function = node.child_by_field_name("function")
+            if function is None:
+                return ()
+            if function.type == "identifier" and _text(function) == "super":
+                owner = self._enclosing_class(scope)
+                return [("s", owner)] if owner else ()
+            args = node.child_by_field_name("arguments")
+            if (
+                function.type == "identifier"
+                and _text(function) == "getattr"
+                and args is not None
+                and len(args.named_children) >= 2
+                and isinstance(name := _literal(args.named_children[1]), str)
+            ):
+                return [("a", v, name) for v in self.eval(args.named_children[0], scope, depth)]
+            return [("c", v) for v in self.eval(function, scope, depth)]
+        if kind == "subscript":
+            container = node.child_by_field_name("value")
+            if container is None:
+                return ()
+            key = _literal(node.child_by_field_name("subscript"))
+            return self._select(self.eval(container, scope, depth), key)
+        if kind in ("list", "tuple", "set", "expression_list"):
+            items = tuple(
+                (i, v)
+                for i, child in enumerate(node.named_children)
+                for v in self.eval(child, scope, depth)
+            )
+            return [("L", items)] if items else ()
+        if kind == "dictionary":
+            pairs = []
+            for pair in node.named_children:
+                if pair.type != "pair":
+                    continue
+                value = pair.child_by_field_name("value")
+                if value is None:
+                    continue
+                key = _literal(pair.child_by_field_name("key"))
+                pairs += [(key, v) for v in self.eval(value, scope, depth)]
+            return [("L", tuple(pairs))] if pairs else ()
+        if kind == "lambda":
+            return [("d", self._lambda(node, scope, None))]
+        if kind == "conditional_expression":
+            children = node.named_children
+            picks = [children[0], children[2]] if len(children) == 3 else children
+            return [v for c in picks for v in self.eval(c, scope, depth)]
+        if kind == "boolean_operator":
+            return [
+                v
+                for c in (node.child_by_field_name("left"), node.child_by_field_name("right"))
+                if c is not None
+                for v in self.eval(c, scope, depth)
+            ]
+        if kind in ("parenthesized_expression", "await", "type"):
+            inner = node.named_children[0] if node.named_children else None
+            return self.eval(inner, scope, depth) if inner is not None else ()
+        return ()
+
+    @staticmethod
+    def _select(containers: Iterable[V], key: Any) -> list[V]:
+        out: list[V] = []
+        for value in containers:
+            if value[0] != "L":
+                out.append(("k", value, key))
+                continue
+            items = value[1]
+            chosen = [v for k, v in items if key is not None and k == key]
+            out += chosen or [v for _, v in items]
+        return out
+
+    def _enclosing_class(self, scope: _Scope) -> str | None:
+        current: _Scope | None = scope
+        while current is not None:
+            if current.cls is not None:
+                return current.cls
+            current = current.parent
+        return None
+
+    def lookup(self, name: str, scope: _Scope, depth: int = 0) -> frozenset[V]:
+        holder = self._lookup_scope(name, scope)
+        if name not in holder.bindings:
+            return frozenset({("n", name)})
+        key = (id(holder), name)
+        cached = self._names.get(key)
+        if cached is not None:
+            return cached
+        self._names[key] = frozenset()
+        values: list[V] = []
+        elements: list[tuple[Any, V]] = []
+        for binding in holder.bindings[name]:
+            if binding.kind == "si":
+                assert binding.node is not None and binding.scope is not None
+                elements += [
+                    (binding.key, v) for v in self.eval(binding.node, binding.scope, depth)
+                ]
+            else:
+                values += self._binding_values(binding, depth)
+        if elements:
+            values.append(("L", tuple(elements)))
+        result = frozenset(values[:MAX_VALUES])
+        self._names[key] = result
+        return result
+
+    def _binding_values(self, binding: _Binding, depth: int) -> list[V]:
+        if binding.kind == "v":
+            assert binding.value is not None
+            return [binding.value]
+        if binding.kind == "p":
+            symbol, name = binding.key
+            return [
+                v
+                for argument in self.arguments.get((symbol, name), [])
+                for v in self._binding_values(argument, depth)
+            ]
+        assert binding.node is not None and binding.scope is not None
+        if binding.kind == "e":
+            return list(self.eval(binding.node, binding.scope, depth))
+        if binding.kind == "it":
+            return self._select(self.eval(binding.node, binding.scope, depth), None)
+        if binding.kind == "ann":
+            return [("i", v) for v in self._annotation(binding.node, binding.scope, depth)]
+        return []
+
+    def _annotation(self, node: Node, scope: _Scope, depth: int) -> list[V]:
+        """The classes an annotation names: `Foo`, `mod.Foo`, "Foo", `Foo | None`,
+        `Optional[Foo]` (containers like `list[Foo]` are not followed)."""
+        kind = node.type
+        if kind == "type":
+            return [v for c in node.named_children for v in self._annotation(c, scope, depth)]
+        if kind in ("identifier", "attribute"):
+            if _text(node) == "None":
+                return []
+            return [v for v in self.eval(node, scope, depth) if v[0] != "n"]
+        if kind == "string":
+            content = next((c for c in node.named_children if c.type == "string_content"), None)
+            dotted = _text(content).strip()
+            if not dotted.replace(".", "").replace("_", "").isalnum():
+                return []
+            head, *rest = dotted.split(".")
+            values = list(self.lookup(head, scope, depth))
+            for attr in rest:
+                values = [("a", v, attr) for v in values]
+            return [v for v in values if v[0] != "n"]
+        if kind == "binary_operator":
+            return [
+                v
+                for c in (node.child_by_field_name("left"), node.child_by_field_name("right"))
+                if c is not None
+                for v in self._annotation(c, scope, depth)
+            ]
+        if kind in ("generic_type", "subscript"):
+            generic = node.named_children[0] if node.named_children else None
+            if generic is not None and _text(generic).rsplit(".", 1)[-1] in ("Optional", "Union"):
+                return [
+                    v for c in node.named_children[1:] for v in self._annotation(c, scope, depth)
+                ]
+            return []
+        if kind == "type_parameter":
+            return [v for c in node.named_children for v in self._annotation(c, scope, depth)]
+        return []
+
+    def _direct(self, callee: Node, scope: _Scope) -> bool:
+        """Whether the callee is reached only through definitions, imports, self/cls and
+        super() (confidence SCOPED) rather than through values that flowed (FLOW)."""
+        node: Node | None = callee
+        while node is not None and node.type == "attribute":
+            node = node.child_by_field_name("object")
+        if node is None:
+            return False
+        if node.type == "call":
+            function = node.child_by_field_name("function")
+            return function is not None and _text(function) == "super"
+        if node.type != "identifier":
+            return False
+        name = _text(node)
+        holder = self._lookup_scope(name, scope)
+        return all(b.kind == "v" for b in holder.bindings.get(name, []))
+
+    # -- facts -------------------------------------------------------------------------------
+
+    def _facts(self) -> FileFacts:
+        refs: list[Reference] = []
+        for source, line, dotted in self.imports:
+            refs.append(Reference("imports", source, line, (["m", dotted],), dotted))
+        for symbol, (bases, scope, line) in self.class_bases.items():
+            for base in bases:
+                values = self.eval(base, scope)
+                refs.append(self._reference("inherits", symbol, line, values, _text(base)))
+        for site in self.sites:
+            values = self.eval(site.callee, site.scope)
+            confidence = SCOPED if self._direct(site.callee, site.scope) else FLOW
+            name = " ".join(_text(site.callee).split())
+            if len(name) > 200:
+                name = name[:197] + "..."
+            refs.append(
+                self._reference("calls", site.scope.symbol, site.line, values, name, confidence)
+            )
+        classes: dict[str, ClassFacts] = {}
+        for symbol, scope in self.class_scopes.items():
+            bases, outer, _ = self.class_bases[symbol]
+            members = {name: self._stored(self.lookup(name, scope)) for name in scope.bindings}
+            for attr, bindings in self.self_attrs.get(symbol, {}).items():
+                assigned = [v for b in bindings for v in self._binding_values(b, 0)]
+                members.setdefault(attr, []).extend(self._stored(frozenset(assigned)))
+            classes[symbol] = ClassFacts(
+                [thaw(v) for base in bases for v in self.eval(base, outer)], members
+            )
+        module_scope = self.module_scope
+        names = {
+            name: self._stored(self.lookup(name, module_scope)) for name in module_scope.bindings
+        }
+        returns = {
+            symbol: self._stored(frozenset(v for b in bindings for v in self._binding_values(b, 0)))
+            for symbol, bindings in self.returns.items()
+        }
+        return FileFacts(
+            path=self.path,
+            language="python",
+            module=self.module,
+            definitions=sorted(self.definitions.values(), key=lambda d: (d.line, d.symbol)),
+            names=names,
+            classes=classes,
+            returns={k: v for k, v in returns.items() if v},
+            stars=self.stars,
+            references=refs,
+        )
+
+    @staticmethod
+    def _stored(values: frozenset[V]) -> list[Any]:
+        return [thaw(v) for v in sorted(values, key=repr)][:MAX_VALUES]
+
+    def _reference(
+        self,
+        kind: RefKind,
+        source: str,
+        line: int,
+        values: frozenset[V],
+        name: str,
+        confidence: float = SCOPED,
+    ) -> Reference:
+        return Reference(kind, source, line, tuple(self._stored(values)), name, confidence)
+
+
+def extract_python(path: str, source: bytes) -> FileFacts:
+    return PythonExtractor(path, source).extract()

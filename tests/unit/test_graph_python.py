@@ -1,0 +1,134 @@
+"""Python extraction and resolution of the code graph, on small in-memory repositories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from core.code.graph.build import graph_of_files
+from core.code.graph.model import Edge
+
+FIXTURES = Path(__file__).resolve().parents[2] / "bench" / "graph_fixtures" / "python"
+
+
+def calls(sources: dict[str, str]) -> set[tuple[str, str]]:
+    edges = graph_of_files({p: t.encode() for p, t in sources.items()})
+    return {
+        (f"{e.source_path}:{e.source_symbol}", f"{e.target_path}:{e.target_symbol}")
+        if e.target_path is not None
+        else (f"{e.source_path}:{e.source_symbol}", f"?{e.target_name}")
+        for e in edges
+        if e.kind == "calls"
+    }
+
+
+def edges_of(sources: dict[str, str]) -> list[Edge]:
+    return graph_of_files({p: t.encode() for p, t in sources.items()})
+
+
+@pytest.mark.parametrize("case", sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()))
+def test_bench_fixtures_resolve_exactly(case: str) -> None:
+    folder = FIXTURES / case
+    expected = json.loads((folder / "expected.json").read_text())
+    sources = {p.relative_to(folder).as_posix(): p.read_text() for p in folder.rglob("*.py")}
+    found = {edge for edge in calls(sources) if not edge[1].startswith("?")}
+    assert found == {(a, b) for a, b in expected["calls"]}
+    outside = {edge for edge in calls(sources) if edge[1].startswith("?")}
+    for source, name in expected.get("external", []):
+        assert (source, f"?{name}") in outside
+
+
+def test_stdlib_names_never_land_on_local_symbols() -> None:
+    found = calls(
+        {
+            "json.py": "def loads(text):\n    return text\n",  # shadows nothing: `import json`
+            "app.py": "import json\nimport os\n\ndef go():\n    json.loads('1')\n"
+            "    os.getcwd()\n    print(1)\n",
+            "util.py": "def print(x):\n    return x\n",
+        }
+    )
+    # `json` is a module of the repository here, so that import resolves to it ...
+    assert ("app.py:go", "json.py:loads") in found
+    # ... while os stays outside and print is the builtin, not util.print.
+    assert ("app.py:go", "?os.getcwd") in found
+    assert ("app.py:go", "?print") in found
+    assert not any(target == "util.py:print" for _, target in found)
+
+
+def test_unbound_name_falls_back_to_the_unique_definition_at_low_confidence() -> None:
+    edges = edges_of(
+        {
+            "a.py": "from b import *\n\ndef go():\n    helper()\n    ghost()\n",
+            "b.py": "def helper():\n    pass\n",
+            "c.py": "def ghost():\n    pass\n",
+        }
+    )
+    by_target = {e.target_name: e for e in edges if e.kind == "calls"}
+    assert by_target["helper"].target_path == "b.py"  # through the star import
+    assert by_target["helper"].confidence == 1.0
+    assert by_target["ghost"].target_path == "c.py"  # bound nowhere: the only `ghost`
+    assert by_target["ghost"].confidence == 0.5
+
+
+def test_two_definitions_of_an_unbound_name_are_not_guessed() -> None:
+    found = calls(
+        {
+            "a.py": "def go():\n    run()\n",
+            "b.py": "def run():\n    pass\n",
+            "c.py": "def run():\n    pass\n",
+        }
+    )
+    assert found == {("a.py:go", "?run")}
+
+
+def test_relations_other_than_calls() -> None:
+    edges = edges_of(
+        {
+            "pkg/__init__.py": "",
+            "pkg/base.py": "from typing import Protocol\n\nclass Port(Protocol):\n"
+            "    def send(self) -> None: ...\n\nclass Base:\n    class Inner:\n        pass\n",
+            "pkg/impl.py": "from .base import Base, Port\nimport collections\n\n"
+            "class Impl(Base, Port, collections.OrderedDict):\n    def send(self):\n"
+            "        def local():\n            pass\n",
+        }
+    )
+    shape = {(e.kind, e.source_path, e.source_symbol, e.target_path, e.target_name) for e in edges}
+    assert ("inherits", "pkg/impl.py", "Impl", "pkg/base.py", "Base") in shape
+    assert ("implements", "pkg/impl.py", "Impl", "pkg/base.py", "Port") in shape
+    assert ("inherits", "pkg/impl.py", "Impl", None, "collections.OrderedDict") in shape
+    assert ("imports", "pkg/impl.py", "<module>", "pkg/base.py", "Base") in shape
+    assert ("imports", "pkg/impl.py", "<module>", None, "collections") in shape
+    assert ("contains", "pkg/base.py", "Base", "pkg/base.py", "Base.Inner") in shape
+    assert ("contains", "pkg/impl.py", "Impl.send", "pkg/impl.py", "Impl.send.local") in shape
+    assert ("contains", "pkg/impl.py", "<module>", "pkg/impl.py", "Impl") in shape
+
+
+def test_edge_json_shape() -> None:
+    edges = edges_of({"m.py": "import os\n\ndef f():\n    g()\n\ndef g():\n    os.sep\n"})
+    call = next(e for e in edges if e.kind == "calls")
+    assert call.as_json() == {
+        "kind": "calls",
+        "source": {"path": "m.py", "symbol": "f", "line": 4},
+        "target": {"path": "m.py", "symbol": "g", "line": 6},
+        "confidence": 1.0,
+    }
+    outside = next(e for e in edges if e.kind == "imports")
+    assert outside.as_json()["target"] == {"name": "os"}
+
+
+def test_src_layout_and_module_level_code() -> None:
+    found = calls(
+        {
+            "src/tool/__init__.py": "from .core import main\n",
+            "src/tool/core.py": "def main():\n    pass\n",
+            "scripts/run.py": "import tool\n\nif __name__ == '__main__':\n    tool.main()\n",
+        }
+    )
+    assert ("scripts/run.py:<module>", "src/tool/core.py:main") in found
+
+
+def test_broken_source_still_gives_what_parses() -> None:
+    found = calls({"x.py": "def a(:\n    pass\n\ndef b():\n    c()\n\ndef c():\n    pass\n"})
+    assert ("x.py:b", "x.py:c") in found
