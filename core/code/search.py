@@ -190,7 +190,8 @@ class CodeSearch:
                 col(CodeChunk.repo_id) == repo_id
             )
             rows = (await s.exec(stmt)).all()
-        return {int(i): (d, role_of(p)) for i, d, p in rows if i is not None}
+        roles = {p: role_of(p) for p in {p for _, _, p in rows}}  # per file, not per chunk
+        return {int(i): (d, roles[p]) for i, d, p in rows if i is not None}
 
     async def in_sync(self, repo: Repo) -> bool:
         """Whether the last sync of `repo` into this store is still current (no chunk changed
