@@ -78,6 +78,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="only files of this role (repeatable; default: all, source first)",
     )
     search.add_argument("--json", action="store_true", help="print results as JSON")
+
+    graph = sub.add_parser(
+        "graph", help="code graph: definition, hierarchy, callers and callees of a symbol"
+    )
+    graph.add_argument(
+        "symbol", metavar="SYMBOL", nargs="?", help="name, Class.method or path:symbol"
+    )
+    graph.add_argument("--repo", help="only this repository (required with --edges)")
+    graph.add_argument("--depth", type=int, default=2, help="how far to follow edges (1-5)")
+    graph.add_argument("--callers", action="store_true", help="show who calls it")
+    graph.add_argument("--callees", action="store_true", help="show what it calls")
+    graph.add_argument(
+        "--hierarchy", action="store_true", help="show what it extends and what extends it"
+    )
+    graph.add_argument("--edges", action="store_true", help="every edge of --repo")
+    graph.add_argument("--json", action="store_true", help="print JSON")
     return parser
 
 
@@ -94,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return EXIT_CONFIG
-    interactive = args.command in ("ask", "chat", "index", "repos", "search") or (
+    interactive = args.command in ("ask", "chat", "index", "repos", "search", "graph") or (
         args.command == "run" and not _long_running("run", settings)
     )
     quiet = interactive and not args.verbose
@@ -185,6 +201,10 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             return await search_command(
                 app, args.query, args.repo, args.k, args.json, roles=args.role
             )
+        if args.command == "graph":
+            from bot.code_cli import graph_command
+
+            return await graph_command(app, args)
         if args.command == "run":
             return await _run(app)
         if args.command == "serve":

@@ -1,4 +1,5 @@
-"""`threadline index`, `repos` and `search`: registering, indexing, listing and searching code.
+"""`threadline index`, `repos`, `search` and `graph`: registering, indexing, listing, searching
+code and walking its graph.
 
 Operator commands: they act for whoever runs the process, so no policy applies (the policy's
 `repos` key decides what chat conversations may read). Progress goes to stderr, results to
@@ -12,6 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Sequence
 
     from bot.app import App
@@ -145,3 +147,56 @@ async def repos_command(app: App, as_json: bool) -> int:
         table.add_row(r.name, r.origin, str(r.file_count), str(chunks.get(r.id or 0, 0)), when)
     Console(width=200).print(table)
     return EXIT_OK
+
+
+async def graph_command(app: App, args: argparse.Namespace) -> int:
+    """`threadline graph SYMBOL ...` (the neighbourhood of a definition) or `threadline graph
+    --repo NAME --edges` (every edge; `--json` is the documented, stable dump)."""
+    from core.code.graph.query import MAX_DEPTH, SECTIONS, all_edges
+    from core.code.graph.render import describe
+
+    if not 1 <= args.depth <= MAX_DEPTH:
+        print(f"graph: --depth must be between 1 and {MAX_DEPTH}", file=sys.stderr)
+        return EXIT_USAGE
+    repos = await app.repos.all()
+    if args.repo is not None:
+        chosen = [r for r in repos if r.name == args.repo]
+        if not chosen:
+            known = ", ".join(r.name for r in repos) or "none"
+            print(f"graph: no repository named {args.repo!r} (known: {known})", file=sys.stderr)
+            return EXIT_FAILED
+        repos = chosen
+    if args.edges:
+        if args.repo is None or args.symbol is not None:
+            print("graph: --edges takes --repo NAME and no SYMBOL", file=sys.stderr)
+            return EXIT_USAGE
+        assert repos[0].id is not None
+        edges = await all_edges(app.db, repos[0].id)
+        if args.json:
+            print(json.dumps({"edges": [e.as_json() for e in edges]}, ensure_ascii=False))
+            return EXIT_OK
+        for e in edges:
+            target = (
+                f"{e.target_path}:{e.target_symbol}" if e.target_path is not None else e.target_name
+            )
+            print(
+                f"{e.kind:10} {e.source_path}:{e.source_line} {e.source_symbol} -> {target}"
+                f"  ({e.confidence:.1f})"
+            )
+        return EXIT_OK
+    if not args.symbol:
+        print("graph: give a SYMBOL, or --repo NAME --edges", file=sys.stderr)
+        return EXIT_USAGE
+    sections = tuple(name for name in ("callers", "callees", "hierarchy") if getattr(args, name))
+    answer = await describe(
+        app.db,
+        {r.id: r.name for r in repos if r.id is not None},
+        args.symbol,
+        depth=args.depth,
+        sections=sections or SECTIONS,  # type: ignore[arg-type]
+    )
+    if args.json:
+        print(json.dumps(answer.data, ensure_ascii=False))
+    else:
+        print(answer.text.replace("`", ""))
+    return EXIT_OK if answer.found else EXIT_FAILED

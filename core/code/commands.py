@@ -1,4 +1,5 @@
-"""`/index NAME`: re-index a registered repository from chat (needs `code.index`).
+"""`/index NAME`: re-index a registered repository from chat (needs `code.index`), and
+`/graph SYMBOL`: the code graph around a definition (needs `code.read`).
 
 The repository must be one this conversation may read (the policy's `repos` key); any other
 name gets the same "no repository" answer. A cloned repository is fetched first. Progress goes
@@ -75,6 +76,31 @@ def code_commands(store: RepoStore, indexer: Indexer) -> list[Command]:
             await progress.drain()
         return Reply(messages.index_done(name, report.summary(), report.vectors_error))
 
+    async def graph(ctx: CommandContext, args: str) -> Reply:
+        from core.code.graph.render import GraphRequest, describe, parse_request
+
+        request = parse_request(args)
+        if not isinstance(request, GraphRequest):
+            return Reply(request, ok=False, ephemeral=True)
+        if request.repo is not None:
+            repo = await store.find(ctx.session, request.repo)
+            if repo is None:
+                available = [r.name for r in await store.visible(ctx.session)]
+                return Reply(messages.repo_not_found_reply(request.repo, available), ok=False)
+            repos = [repo]
+        else:
+            repos = await store.visible(ctx.session)
+        if not repos:
+            return Reply(messages.NO_REPOS, ok=False)
+        answer = await describe(
+            store.db,
+            {r.id: r.name for r in repos if r.id is not None},
+            request.symbol,
+            depth=request.depth,
+            sections=request.sections,
+        )
+        return Reply(answer.text, ok=answer.found)
+
     return [
         Command(
             "index",
@@ -82,5 +108,12 @@ def code_commands(store: RepoStore, indexer: Indexer) -> list[Command]:
             "re-index a code repository and report what changed",
             index,
             "code.index",
-        )
+        ),
+        Command(
+            "graph",
+            "/graph SYMBOL",
+            "where a symbol is defined, what it extends, who calls it and what it calls",
+            graph,
+            "code.read",
+        ),
     ]

@@ -104,6 +104,11 @@ class RepoStore:
         self._db = db
         self.clone_dir = clone_dir
 
+    @property
+    def db(self) -> Database:
+        """The database the repositories (and what indexing derives from them) live in."""
+        return self._db
+
     # -- registering ---------------------------------------------------------------------------
 
     async def register(self, source: str, name: str | None = None) -> Repo:

@@ -24,11 +24,12 @@ import sysconfig
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
 from core.code import messages
+from core.code.graph.query import SECTIONS
 from core.code.redact import redact
 from core.code.repos import RepoStore
 from core.code.roles import Role
@@ -390,6 +391,19 @@ class SearchArgs(ToolArgs):
     )
 
 
+class GraphArgs(ToolArgs):
+    symbol: str = Field(
+        min_length=1,
+        max_length=300,
+        description="A name (`run`), a qualified one (`Job.run`) or `path:symbol`.",
+    )
+    repo: str | None = Field(None, max_length=64, description="Default: all repositories.")
+    depth: int = Field(2, ge=1, le=5, description="How far callers/callees are followed.")
+    include: list[Literal["callers", "callees", "hierarchy", "imports"]] | None = Field(
+        None, description="Sections to show. Default: all."
+    )
+
+
 class ReadArgs(ToolArgs):
     repo: str = Field(min_length=1, max_length=64)
     path: str = Field(min_length=1, max_length=500, description="Relative to the repo root.")
@@ -464,10 +478,29 @@ def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]
             raise ToolError(f"{exc}; use grep_code instead") from None
         return format_search(results, args.query)
 
+    @tool(name="code_graph", permission="code.read")
+    async def code_graph(ctx: ToolContext, args: GraphArgs) -> str:
+        """The code graph around a definition: where it is, what it extends/implements and
+        what extends it, what it imports, who calls it (callers) and what it calls (callees),
+        each edge with file:line. Use it for impact questions ("what breaks if I change X?").
+        An ambiguous name lists candidates: ask again with `path:symbol`."""
+        from core.code.graph.render import describe
+
+        repos = await _repos(store, ctx, args.repo)
+        answer = await describe(
+            store.db,
+            {r.id: r.name for r in repos if r.id is not None},
+            args.symbol,
+            depth=args.depth,
+            sections=tuple(args.include) if args.include else SECTIONS,
+        )
+        return answer.text
+
     async def any_repo(session: ToolSession) -> bool:
         return bool(await store.visible(session))
 
-    tools = [grep_code, glob_files, read_file] + ([search_code] if search is not None else [])
+    tools = [grep_code, glob_files, read_file, code_graph]
+    tools += [search_code] if search is not None else []
     # Offered to the model only where some repository is readable: no schema tokens otherwise.
     return [replace(t, available=any_repo) for t in tools]
 

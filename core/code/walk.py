@@ -8,7 +8,8 @@ over the size limit and files that look like secrets.
 `index_repo(...)` brings a repository's `RepoFile` rows in line with the work tree: unchanged
 files are recognised by size and mtime (then by hash when those moved), changed and new files
 are hashed and stored, deleted ones removed; then the chunks of added and changed files are
-recomputed (`core.code.chunk_store`). Its `IndexResult` names the paths that were added,
+recomputed (`core.code.chunk_store`), and so is their part of the code graph
+(`core.code.graph.store`). Its `IndexResult` names the paths that were added,
 changed and removed.
 """
 
@@ -238,6 +239,10 @@ async def index_repo(
         db, repo.id, repo.name, root, [*added, *changed, *missing], removed
     )
     await record_chunk_format(db, repo.id)
+    # The code graph follows the same files (files without a graph yet catch up there).
+    from core.code.graph.store import update_graph
+
+    await update_graph(db, repo.id, root, [*added, *changed], removed, current)
     return IndexResult(tuple(added), tuple(changed), tuple(removed), unchanged, written)
 
 

@@ -27,7 +27,7 @@ _DDL_LOCK = 0x7468726561646C6E  # any constant bigint: "threadln" in ASCII
 # Tables that hold only what indexing derives from files on disk: when one of them predates a
 # column the code needs, it is dropped and recreated (the next index rebuilds it) instead of
 # failing on every query. Tables of record are never touched this way.
-DERIVED_TABLES = ("code_chunks",)
+DERIVED_TABLES = ("code_chunks", "code_graph_files", "code_graph_symbols", "code_graph_edges")
 
 
 class DatabaseURLError(ValueError):

@@ -299,3 +299,60 @@ class VectorSync(SQLModel, table=True):
     repo_id: int = Field(foreign_key="repos.id", primary_key=True, ondelete="CASCADE")
     collection: str = Field(primary_key=True, max_length=200)
     synced_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
+
+
+class GraphFile(SQLModel, table=True):
+    """The code graph's reading of one file (core/code/graph): its `FileFacts` as JSON and the
+    `GRAPH_FORMAT` they were made with. Derived from the file; remade whenever it changes."""
+
+    __tablename__ = "code_graph_files"
+    __table_args__ = (UniqueConstraint("repo_id", "path"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    repo_id: int = Field(foreign_key="repos.id", ondelete="CASCADE")
+    path: str = Field(sa_column=Column(Text, nullable=False))
+    format: int
+    facts: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class GraphSymbol(SQLModel, table=True):
+    """A definition of the code graph: `symbol` is qualified inside its file (`Class.method`,
+    `function.inner`, `<module>`), `name` its last part, what people type."""
+
+    __tablename__ = "code_graph_symbols"
+    __table_args__ = (
+        Index("ix_code_graph_symbols_repo_name", "repo_id", "name"),
+        Index("ix_code_graph_symbols_repo_path", "repo_id", "path"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    repo_id: int = Field(foreign_key="repos.id", ondelete="CASCADE")
+    path: str = Field(sa_column=Column(Text, nullable=False))
+    symbol: str = Field(sa_column=Column(Text, nullable=False))
+    name: str = Field(sa_column=Column(Text, nullable=False))
+    kind: str = Field(max_length=16)
+    line: int
+    end_line: int
+
+
+class GraphEdge(SQLModel, table=True):
+    """One edge of the code graph (calls, inherits, implements, imports, contains), from a
+    symbol at a line of a file to a definition, or to a bare `target_name` when unresolved."""
+
+    __tablename__ = "code_graph_edges"
+    __table_args__ = (
+        Index("ix_code_graph_edges_source", "repo_id", "source_path", "source_symbol"),
+        Index("ix_code_graph_edges_target", "repo_id", "target_path", "target_symbol"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    repo_id: int = Field(foreign_key="repos.id", ondelete="CASCADE")
+    kind: str = Field(max_length=16)
+    source_path: str = Field(sa_column=Column(Text, nullable=False))
+    source_symbol: str = Field(sa_column=Column(Text, nullable=False))
+    source_line: int
+    target_path: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    target_symbol: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    target_line: int | None = None
+    target_name: str = Field(sa_column=Column(Text, nullable=False))
+    confidence: float

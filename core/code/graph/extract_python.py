@@ -35,6 +35,10 @@ MAX_VALUES = 16  # per name: a name assigned more often than that is not followe
 MAX_DEPTH = 40
 ROUNDS = 2  # parameter flow: a function passed through two calls is still followed
 
+_FUNCTIONISH = frozenset(
+    {"identifier", "attribute", "lambda", "list", "tuple", "dictionary", "subscript"}
+)
+
 V = tuple[Any, ...]  # a value while extracting (a tuple: hashable); stored as lists
 
 
@@ -119,12 +123,6 @@ def _literal(node: Node | None) -> Any:
     return None
 
 
-def thaw(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return [thaw(v) for v in value]
-    return value
-
-
 class PythonExtractor:
     def __init__(self, path: str, source: bytes) -> None:
         self.path = path
@@ -159,7 +157,8 @@ class PythonExtractor:
         self.definitions[MODULE] = Definition(MODULE, "module", 1, lines)
         self._visit_block(root, module)
         for _ in range(ROUNDS):
-            self._flow()
+            if not self._flow():
+                break
         return self._facts()
 
     def _define(self, symbol: str, kind: Any, node: Node) -> str:
@@ -173,7 +172,8 @@ class PythonExtractor:
 
     def _visit_block(self, node: Node, scope: _Scope) -> None:
         for child in node.named_children:
-            self._visit(child, scope)
+            if child.named_child_count or child.type == "lambda":  # leaves bind and call nothing
+                self._visit(child, scope)
 
     def _visit(self, node: Node, scope: _Scope) -> None:
         kind = node.type
@@ -491,9 +491,10 @@ class PythonExtractor:
 
     # -- pass 2: values ----------------------------------------------------------------------
 
-    def _flow(self) -> None:
+    def _flow(self) -> bool:
         """Which arguments reach which parameters of this file's functions (rebuilt per round,
-        so a function passed on through two calls is followed too)."""
+        so a function passed on through two calls is followed too). False when nothing
+        reaches a parameter that another round could follow further."""
         arguments: dict[tuple[str, str], list[_Binding]] = {}
         for site in self.sites:
             if site.decorates is not None:
@@ -528,6 +529,14 @@ class PythonExtractor:
         self.arguments = arguments
         self._memo.clear()
         self._names.clear()
+        # Another round matters only when a parameter may receive a function or a container
+        # (whose own calls may then reach further parameters).
+        return any(
+            argument.kind == "v"
+            or (argument.node is not None and argument.node.type in _FUNCTIONISH)
+            for bindings in arguments.values()
+            for argument in bindings
+        )
 
     def _local_callees(self, site: _Site) -> Iterator[tuple[_Function, bool]]:
         """This file's functions a call site may call, and whether the call is bound (the
@@ -792,7 +801,7 @@ class PythonExtractor:
                 assigned = [v for b in bindings for v in self._binding_values(b, 0)]
                 members.setdefault(attr, []).extend(self._stored(frozenset(assigned)))
             classes[symbol] = ClassFacts(
-                [thaw(v) for base in bases for v in self.eval(base, outer)], members
+                [v for base in bases for v in self.eval(base, outer)], members
             )
         module_scope = self.module_scope
         names = {
@@ -816,7 +825,8 @@ class PythonExtractor:
 
     @staticmethod
     def _stored(values: frozenset[V]) -> list[Any]:
-        return [thaw(v) for v in sorted(values, key=repr)][:MAX_VALUES]
+        # Tuples: JSON writes them as arrays, and the resolver reads either.
+        return sorted(values, key=repr)[:MAX_VALUES]
 
     def _reference(
         self,

@@ -24,7 +24,7 @@ DefKind = Literal["module", "class", "function", "method"]
 
 MODULE = "<module>"  # the symbol of a file's top-level code
 
-Value = list[Any]  # see the module docstring
+Value = list[Any] | tuple[Any, ...]  # see the module docstring (tuples while extracting)
 
 # Confidence of an edge, by how its target was found.
 SCOPED = 1.0  # a name bound by a definition or an import, self/cls/super through the MRO

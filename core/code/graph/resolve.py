@@ -223,9 +223,9 @@ class Resolver:
             return [f for v in returns for f in self.eval(entity[1], _freeze(v), depth)]
         if entity[0] == "I":
             return [
-                r
+                (result, low or low2)
                 for method, low in self._class_member(entity[1], entity[2], "__call__", 0, depth)
-                for r, _ in self.call_result(method, depth)
+                for result, low2 in self.call_result(method, depth)
             ]
         if entity[0] == "X" and entity[1].rpartition(".")[2][:1].isupper():
             # Outside the repository, a capitalised name is most likely a class: its instance
