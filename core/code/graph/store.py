@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,15 +87,31 @@ def _provides(facts: FileFacts) -> set[str]:
     return keys
 
 
+def _interface(facts: FileFacts) -> str:
+    """What other files can see of a file, line numbers left out: when an edit keeps it, no
+    other file can resolve differently (only the lines of edges into it move)."""
+    data = facts.as_json()
+    data["defs"] = sorted((d.symbol, d.kind) for d in facts.definitions)
+    del data["refs"]
+    return json.dumps(data, sort_keys=True, default=list)
+
+
 def _affected(
     files: dict[str, FileFacts], old: dict[str, FileFacts], changed: set[str], gone: set[str]
 ) -> set[str]:
+    affected = {p for p in changed if p in files}
+    changed = {
+        p
+        for p in changed
+        if p not in old or p not in files or _interface(old[p]) != _interface(files[p])
+    }
+    if not changed and not gone:
+        return affected
     provided: set[str] = set()
     for path in changed | gone:
         for facts in (files.get(path), old.get(path)):
             if facts is not None:
                 provided |= _provides(facts)
-    affected = {p for p in changed if p in files}
     for path, facts in files.items():
         if path not in affected and _keys(facts) & provided:
             affected.add(path)
@@ -126,6 +143,73 @@ def _resolve(files: dict[str, FileFacts], paths: Iterable[str]) -> list[dict[str
     return rows
 
 
+def _moved_lines(
+    old: dict[str, FileFacts], fresh: dict[str, FileFacts], stale: set[str]
+) -> list[tuple[str, str, int]]:
+    """(path, symbol, new line) of definitions of changed files that kept their name."""
+    moved = []
+    for path in stale:
+        if path not in old or path not in fresh:
+            continue
+        before = {d.symbol: d.line for d in old[path].definitions}
+        for d in fresh[path].definitions:
+            if d.symbol in before and before[d.symbol] != d.line:
+                moved.append((path, d.symbol, d.line))
+    return moved
+
+
+# Decoded facts of the repositories this process updated last, by GraphFile row id (a row is
+# replaced, with a new id, whenever its file changes): a one-file update in a running bot does
+# not decode the whole repository's facts again.
+_CACHE: OrderedDict[tuple[str, int], dict[str, tuple[int, FileFacts]]] = OrderedDict()
+CACHED_REPOS = 4
+
+
+async def _stored_facts(
+    db: Database, repo_id: int, stored: dict[str, tuple[int, int | None]]
+) -> dict[str, FileFacts]:
+    """The stored facts of the current format, from the cache where the row is unchanged."""
+    from sqlmodel import col, select
+
+    from core.store.models import GraphFile
+
+    cached = _CACHE.get((db.url, repo_id), {})
+    out: dict[str, FileFacts] = {}
+    missing: list[str] = []
+    for path, (fmt, row_id) in stored.items():
+        if fmt != GRAPH_FORMAT:
+            continue
+        hit = cached.get(path)
+        if hit is not None and hit[0] == row_id:
+            out[path] = hit[1]
+        else:
+            missing.append(path)
+    for start in range(0, len(missing), 500):
+        async with db.session() as s:
+            stmt = select(GraphFile.path, GraphFile.facts).where(
+                col(GraphFile.repo_id) == repo_id,
+                col(GraphFile.path).in_(missing[start : start + 500]),
+            )
+            rows = list((await s.exec(stmt)).all())
+        out.update(await asyncio.to_thread(_decode, rows))
+    return out
+
+
+async def _remember(db: Database, repo_id: int, files: dict[str, FileFacts]) -> None:
+    from sqlmodel import col, select
+
+    from core.store.models import GraphFile
+
+    async with db.session() as s:
+        stmt = select(GraphFile.path, GraphFile.id).where(col(GraphFile.repo_id) == repo_id)
+        ids = {path: row_id for path, row_id in (await s.exec(stmt)).all()}
+    key = (db.url, repo_id)
+    _CACHE[key] = {p: (row_id, f) for p, f in files.items() if (row_id := ids.get(p)) is not None}
+    _CACHE.move_to_end(key)
+    while len(_CACHE) > CACHED_REPOS:
+        _CACHE.popitem(last=False)
+
+
 async def _serialize(db: Database, session: Any, repo_id: int) -> None:
     """Two processes updating one repository's graph: PostgreSQL transactions would not see
     each other's rows; a per-repository advisory lock orders them (SQLite has one writer)."""
@@ -155,10 +239,10 @@ async def update_graph(
     from core.store.models import GraphEdge, GraphFile
 
     async with db.session() as s:
-        stmt = select(GraphFile.path, GraphFile.format, GraphFile.facts).where(
+        stmt = select(GraphFile.path, GraphFile.format, GraphFile.id).where(
             col(GraphFile.repo_id) == repo_id
         )
-        stored = {path: (fmt, facts) for path, fmt, facts in (await s.exec(stmt)).all()}
+        stored = {path: (fmt, row_id) for path, fmt, row_id in (await s.exec(stmt)).all()}
     now = {p for p in current if graph_language(p) is not None}
     stale = {p for p in changed if p in now}
     stale |= {p for p in now if p not in stored or stored[p][0] != GRAPH_FORMAT}
@@ -172,12 +256,9 @@ async def update_graph(
         extracted.update(
             await asyncio.to_thread(extract_batch, root, ordered[start : start + EXTRACT_BATCH])
         )
-    keep = [(p, text) for p, (fmt, text) in stored.items() if p not in stale and p not in gone]
-    files = await asyncio.to_thread(_decode, keep)
-    old_rows = [
-        (p, stored[p][1]) for p in (stale | gone) if p in stored and stored[p][0] == GRAPH_FORMAT
-    ]
-    old = await asyncio.to_thread(_decode, old_rows)
+    known = await _stored_facts(db, repo_id, stored)
+    files = {p: f for p, f in known.items() if p not in stale and p not in gone}
+    old = {p: f for p, f in known.items() if p in stale or p in gone}
     fresh: dict[str, FileFacts] = {}
     for path in ordered:
         facts = extracted.get(path)
@@ -200,9 +281,12 @@ async def update_graph(
             )
             pointing.update((await s.exec(stmt2)).all())
     affected = await asyncio.to_thread(_affected, files, old, stale, gone)
-    affected |= {p for p in pointing if p in files}
+    if affected - stale or gone:  # an interface changed: edges into it are re-resolved too
+        affected |= {p for p in pointing if p in files}
+    moved = _moved_lines(old, fresh, stale)
     edges = await asyncio.to_thread(_resolve, files, affected)
-    await _write(db, repo_id, fresh, gone, affected, edges)
+    await _write(db, repo_id, fresh, gone, affected, edges, moved)
+    await _remember(db, repo_id, files)
     return GraphUpdate(extracted=len(stale), resolved=len(affected), edges=len(edges))
 
 
@@ -213,9 +297,10 @@ async def _write(
     gone: set[str],
     affected: set[str],
     edges: list[dict[str, Any]],
+    moved: list[tuple[str, str, int]],
 ) -> None:
     from sqlalchemy import insert
-    from sqlmodel import col, delete
+    from sqlmodel import col, delete, update
 
     from core.store.models import GraphEdge, GraphFile, GraphSymbol
 
@@ -262,6 +347,16 @@ async def _write(
                     col(GraphEdge.repo_id) == repo_id,
                     col(GraphEdge.source_path).in_(recomputed[start : start + 500]),
                 )
+            )
+        for path, symbol, line in moved:  # edges into definitions that moved, not re-resolved
+            await s.exec(
+                update(GraphEdge)
+                .where(
+                    col(GraphEdge.repo_id) == repo_id,
+                    col(GraphEdge.target_path) == path,
+                    col(GraphEdge.target_symbol) == symbol,
+                )
+                .values(target_line=line)
             )
         inserts: list[tuple[Any, list[dict[str, Any]]]] = [
             (GraphFile, files),
