@@ -16,7 +16,9 @@ one synced into (an old local-mode store migrated to Qdrant Edge, a shard rebuil
 is never mistaken for one in step.
 
 The store is opened on first use: an embedded shard can be held by one process only, and
-opening it should not slow down start-up or a command that never searches.
+opening it should not slow down start-up or a command that never searches. The process that
+holds it shares it with the other local ones (`core.code.store_socket`); a process using it
+through a holder that went away opens it again, and then holds it itself.
 """
 
 from __future__ import annotations
