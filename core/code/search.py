@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from core.code.chunking import Chunk, Kind
+from core.code.chunking import CHUNK_FORMAT, Chunk, Kind
 from core.code.redact import redact
 from core.code.roles import role_of
 from core.code.selection import still_readable
@@ -294,7 +294,7 @@ class CodeSearch:
         keeps only chunks of those roles (None: every role)."""
         from sqlmodel import col, select
 
-        from core.store.models import CodeChunk, Repo
+        from core.store.models import CodeChunk, Repo, RepoChunkFormat
 
         if not repos:
             return []
@@ -312,8 +312,21 @@ class CodeSearch:
         async with self._db.session() as s:
             ids = [h.chunk_id for h in hits]
             rows = (await s.exec(select(CodeChunk).where(col(CodeChunk.id).in_(ids)))).all()
-        # Chunks are redacted when they are made; again here for rows stored before that was so.
-        texts = await asyncio.to_thread(lambda: {r.id: redact(r.text, r.path) for r in rows})
+            stmt = (
+                select(Repo.id, Repo.name, Repo.root, RepoChunkFormat.version)
+                .join(RepoChunkFormat, isouter=True)
+                .where(col(Repo.name).in_(list(repos)))
+            )
+            found = (await s.exec(stmt)).all()
+        roots = {name: Path(root) for _, name, root, _ in found}
+        # Chunks are redacted when they are made; rows of a repository whose chunks predate
+        # that (not re-indexed since) are redacted here.
+        current = {repo_id for repo_id, _, _, version in found if version == CHUNK_FORMAT}
+
+        def texts_of() -> dict[int | None, str]:
+            return {r.id: r.text if r.repo_id in current else redact(r.text, r.path) for r in rows}
+
+        texts = await asyncio.to_thread(texts_of)
         # A hit whose chunk is gone from SQL was re-indexed since: leave it out.
         results = [
             CodeResult(
@@ -332,7 +345,4 @@ class CodeSearch:
         ]
         # The index is a snapshot: a file ignored, renamed to a secret-looking name or deleted
         # since it was indexed is not shown, whoever asks (tools, offline answers, the CLI).
-        async with self._db.session() as s:
-            stmt = select(Repo.name, Repo.root).where(col(Repo.name).in_(list(repos)))
-            roots = {name: Path(root) for name, root in (await s.exec(stmt)).all()}
         return await asyncio.to_thread(still_readable, results, roots)
