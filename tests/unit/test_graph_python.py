@@ -132,3 +132,8 @@ def test_src_layout_and_module_level_code() -> None:
 def test_broken_source_still_gives_what_parses() -> None:
     found = calls({"x.py": "def a(:\n    pass\n\ndef b():\n    c()\n\ndef c():\n    pass\n"})
     assert ("x.py:b", "x.py:c") in found
+
+
+def test_unresolved_names_leave_string_literals_out() -> None:
+    found = calls({"a.py": "def f():\n    connect('postgres://u:hunter2@db').cursor()\n"})
+    assert found == {("a.py:f", '?connect("…").cursor'), ("a.py:f", "?connect")}

@@ -12,6 +12,7 @@ variable those of its assignments. What is left symbolic (imports, other files) 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -35,6 +36,7 @@ MAX_VALUES = 16  # per name: a name assigned more often than that is not followe
 MAX_DEPTH = 40
 ROUNDS = 2  # parameter flow: a function passed through two calls is still followed
 
+_STRINGS = re.compile(r"""[rbfuRBFU]*("|')(?:\\.|(?!\1).)*\1""")
 _FUNCTIONISH = frozenset(
     {"identifier", "attribute", "lambda", "list", "tuple", "dictionary", "subscript"}
 )
@@ -787,7 +789,9 @@ class PythonExtractor:
         for site in self.sites:
             values = self.eval(site.callee, site.scope)
             confidence = SCOPED if self._direct(site.callee, site.scope) else FLOW
-            name = " ".join(_text(site.callee).split())
+            # The callee as written names an unresolved edge: string literals in it are left
+            # out (a key passed to a factory must not end up in the graph).
+            name = _STRINGS.sub('"…"', " ".join(_text(site.callee).split()))
             if len(name) > 200:
                 name = name[:197] + "..."
             refs.append(

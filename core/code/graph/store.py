@@ -30,7 +30,7 @@ from core.store.engine import Database
 
 # Raise it whenever extraction or resolution of the same file gives different results, so
 # stored graphs are remade on the next index.
-GRAPH_FORMAT = 1
+GRAPH_FORMAT = 2  # 2: string literals left out of unresolved names
 EXTRACT_BATCH = 100  # files parsed per worker-thread hop
 INSERT_BATCH = 2_000  # rows per INSERT statement
 _GRAPH_LOCK_SPACE = 0x746367  # "tcg": advisory-lock key space of graph writes
