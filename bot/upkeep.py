@@ -1,9 +1,11 @@
 """Background upkeep of long-running processes (`run`, `serve`, `worker`).
 
-Vectors catch up with chunks: `threadline index` run while this process holds the embedded
-vector store (or while a Qdrant server was down) indexes files and chunks but cannot embed
-them. Every `VECTOR_CATCH_UP_EVERY` seconds this process syncs each repository whose vectors
-are not known to be in step; where nothing changed that costs one small query per repository.
+Vectors catch up with chunks: an index whose embedding failed (a Qdrant server or an
+embeddings endpoint was down, the store was being handed over between processes) leaves files
+and chunks indexed but vectors behind, and a new or rebuilt embedded shard starts empty. Every
+`VECTOR_CATCH_UP_EVERY` seconds this process syncs each repository whose vectors are not known
+to be in step; where nothing changed that costs one small query per repository. (A
+`threadline index` in a shell beside this process embeds through this process's store socket.)
 """
 
 from __future__ import annotations
