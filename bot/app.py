@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
 from config.settings import Settings
+from core.code.collection import EDGE_DIR as EDGE_DIR  # under DATA_DIR: a shard per model
 from core.llm.client import ChatModel
 from core.metrics import Metrics
 from core.service import Core
@@ -21,9 +22,6 @@ if TYPE_CHECKING:
     from core.code.repos import RepoStore
     from core.code.search import CodeSearch
     from core.code.vectors import VectorStore
-
-
-EDGE_DIR = "qdrant-edge"  # under DATA_DIR: one Qdrant Edge shard per embedding model
 
 
 @dataclass

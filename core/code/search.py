@@ -26,15 +26,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from core.code.chunking import CHUNK_FORMAT, Chunk, Kind
 from core.code.redact import redact
+from core.code.results import MAX_TOP_K, CodeResult
 from core.code.roles import role_of
 from core.code.selection import still_readable
-from core.code.store_socket import HolderGone
+from core.code.store_socket import HolderGone, UnknownRepository
 from core.code.vectors import Mode, SearchHit, VectorStore, VectorStoreError
 
 if TYPE_CHECKING:
@@ -47,31 +48,10 @@ T = TypeVar("T")
 
 SNIPPET_LINES = 12
 SNIPPET_CHARS = 600
-MAX_TOP_K = 30
 SYNC_BATCH = 256
 # Bumped when what a point's payload holds changes in a way a sync must repair (2: `role`), so
 # markers of syncs made before are not taken as current.
 PAYLOAD_VERSION = 2
-
-
-@dataclass(frozen=True, slots=True)
-class CodeResult:
-    """One search result; `as_json` is the documented `threadline search --json` row."""
-
-    repo: str
-    path: str
-    start_line: int
-    end_line: int
-    symbol: str
-    kind: str
-    role: str
-    score: float
-    snippet: str
-
-    def as_json(self) -> dict[str, Any]:
-        row = asdict(self)
-        row["score"] = round(self.score, 6)
-        return row
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,11 +130,30 @@ class CodeSearch:
                     raise
                 try:
                     # Held here: `threadline search`/`index` in a shell use it through us.
-                    await store.share()
+                    await store.share(search=self._whole_search)
                 except OSError as exc:
                     log.warning("the vector store is not shared with other processes: %s", exc)
                 self._store = store
             return self._store
+
+    async def _whole_search(
+        self, query: str, repos: Sequence[str] | None, k: int, roles: Sequence[str] | None
+    ) -> dict[str, Any]:
+        """A search asked for through the store socket (`threadline search` beside the bot):
+        over `repos`, or every registered repository when None; the names searched and the
+        results. Raises `UnknownRepository`."""
+        from sqlmodel import col, select
+
+        from core.store.models import Repo
+
+        async with self._db.session() as s:
+            known = list((await s.exec(select(Repo.name).order_by(col(Repo.name)))).all())
+        for name in repos or ():
+            if name not in known:
+                raise UnknownRepository(name, known)
+        names = list(repos) if repos is not None else known
+        results = await self.search(query, names, k=k, roles=roles)
+        return {"repos": names, "results": [r.as_wire() for r in results]}
 
     async def _use(self, work: Callable[[VectorStore], Awaitable[T]]) -> T:
         """`work` on the store; once more on a newly opened one if the process this one

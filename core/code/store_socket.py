@@ -6,7 +6,10 @@ holder: the holder listens on a Unix socket next to the shard (`<collection>.soc
 other process uses a `RemoteBackend` that forwards the store's few operations (point states,
 upsert, delete, set payload, query) to it. Everything else runs in the asking process as
 usual: embedding (so an index in a shell does not load the bot), SQL, snippets. Writes
-through the socket are serialized with the holder's own by the holder's backend.
+through the socket are serialized with the holder's own by the holder's backend. One more
+operation, `search`, is a whole search run by the holder (its `CodeSearch` hands the server
+the function): `threadline search` asks for it first, with the light client of
+`core.code.socket_wire`, and so needs neither the database, the embedder nor NumPy.
 
 Only the local operator gets in: the socket is mode 0600, each connection must present the
 token the holder wrote to `<collection>.token` (mode 0600, new for every holder), and on Linux
@@ -23,19 +26,32 @@ import asyncio
 import base64
 import contextlib
 import hmac
-import json
 import logging
 import os
 import secrets
 import socket
 import struct
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from core.code.socket_wire import (
+    CONNECT_TIMEOUT,
+    HEADER,
+    MAX_FRAME,
+    Refused,
+    addressable,
+    available,
+    frame,
+    frame_size,
+    socket_path,
+    token_path,
+    unframe,
+)
+from core.code.socket_wire import ask as ask_holder
 from core.code.vector_query import (
     Backend,
     Leg,
@@ -50,60 +66,51 @@ from core.code.vector_query import (
 
 log = logging.getLogger(__name__)
 
-MAX_FRAME = 256 * 1024 * 1024
-CONNECT_TIMEOUT = 2.0
-SOCKET_SUFFIX = ".sock"
-TOKEN_SUFFIX = ".token"
-_HEADER = struct.Struct(">I")
-# sun_path holds 108 bytes on Linux; longer paths are reached through /proc/self/fd.
-_MAX_SUN_PATH = 100
+# Named here too: other modules and tests reach the socket's paths through this module.
+__all__ = [
+    "HolderGone",
+    "RemoteBackend",
+    "SearchFunction",
+    "StoreServer",
+    "UnknownRepository",
+    "addressable",
+    "available",
+    "plan_from_json",
+    "plan_json",
+    "socket_path",
+    "token_path",
+]
 
 
 class HolderGone(VectorStoreError):
     """The process that held the embedded store is gone: open the store again."""
 
 
-def socket_path(shard: Path) -> Path:
-    return shard.with_name(shard.name + SOCKET_SUFFIX)
+class UnknownRepository(Exception):
+    """A whole search named a repository that is not registered."""
+
+    def __init__(self, name: str, known: Sequence[str]) -> None:
+        super().__init__(f"no repository named {name!r}")
+        self.name = name
+        self.known = list(known)
 
 
-def token_path(shard: Path) -> Path:
-    return shard.with_name(shard.name + TOKEN_SUFFIX)
-
-
-def available() -> bool:
-    return hasattr(socket, "AF_UNIX")
-
-
-@contextlib.contextmanager
-def addressable(path: Path) -> Iterator[str]:
-    """`path` as an address a Unix socket accepts, also when it is longer than sun_path."""
-    text = os.fspath(path)
-    if len(os.fsencode(text)) <= _MAX_SUN_PATH or not Path("/proc/self/fd").is_dir():
-        yield text
-        return
-    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        yield f"/proc/self/fd/{fd}/{path.name}"
-    finally:
-        os.close(fd)
+# The holder's whole search: query, repository names (None: all), k, roles (None: all) -> the
+# answer's fields (`repos`: the names searched, `results`: rows). Raises `UnknownRepository`.
+SearchFunction = Callable[
+    [str, Sequence[str] | None, int, Sequence[str] | None], Awaitable[dict[str, Any]]
+]
 
 
 # -- wire format ----------------------------------------------------------------------------------
 async def _send(writer: asyncio.StreamWriter, message: Mapping[str, Any]) -> None:
-    body = json.dumps(message, separators=(",", ":")).encode()
-    writer.write(_HEADER.pack(len(body)) + body)
+    writer.write(frame(message))
     await writer.drain()
 
 
 async def _receive(reader: asyncio.StreamReader) -> dict[str, Any]:
-    (size,) = _HEADER.unpack(await reader.readexactly(_HEADER.size))
-    if size > MAX_FRAME:
-        raise ValueError(f"frame of {size} bytes")
-    message = json.loads(await reader.readexactly(size))
-    if not isinstance(message, dict):
-        raise ValueError("a frame must hold a JSON object")
-    return message
+    size = frame_size(await reader.readexactly(HEADER.size))
+    return unframe(await reader.readexactly(size))
 
 
 def _floats(values: Sequence[float]) -> str:
@@ -209,10 +216,15 @@ def _peer_is_us(writer: asyncio.StreamWriter) -> bool:
 
 
 class StoreServer:
-    """Serves `backend` on the Unix socket next to `shard` while this process holds it."""
+    """Serves `backend` on the Unix socket next to `shard` while this process holds it, and
+    with `search`, whole searches too (`threadline search` asks for them before loading
+    anything heavy)."""
 
-    def __init__(self, backend: Backend, shard: Path) -> None:
+    def __init__(
+        self, backend: Backend, shard: Path, *, search: SearchFunction | None = None
+    ) -> None:
         self._backend = backend
+        self._search = search
         self._socket = socket_path(shard)
         self._token_file = token_path(shard)
         self._token = secrets.token_hex(32)
@@ -285,6 +297,8 @@ class StoreServer:
                     "ok": True,
                     "hits": [{"id": h.id, "score": h.score, "payload": h.payload} for h in hits],
                 }
+            if op == "search" and self._search is not None:
+                return await self._whole_search(self._search, request)
             if op == "upsert":
                 await b.upsert([_point(p) for p in request["points"]])
             elif op == "delete":
@@ -299,12 +313,29 @@ class StoreServer:
         except (KeyError, TypeError, ValueError) as exc:
             return {"ok": False, "error": f"bad request: {exc!r}"}
 
+    @staticmethod
+    async def _whole_search(search: SearchFunction, request: Mapping[str, Any]) -> dict[str, Any]:
+        repos, roles, k = request["repos"], request["roles"], request["k"]
+        if not isinstance(k, int) or isinstance(k, bool):
+            raise TypeError("k must be an integer")
+        try:
+            found = await search(
+                str(request["query"]),
+                [str(r) for r in repos] if repos is not None else None,
+                k,
+                [str(r) for r in roles] if roles is not None else None,
+            )
+        except UnknownRepository as exc:
+            return {"ok": False, "error": str(exc), "unknown_repo": exc.name, "known": exc.known}
+        return {"ok": True, **found}
+
 
 # -- the other processes' side --------------------------------------------------------------------
 class RemoteBackend:
     """A `Backend` that asks the process holding the shard; see the module docstring."""
 
     def __init__(self, shard: Path) -> None:
+        self._shard = shard
         self._socket = socket_path(shard)
         self._token_file = token_path(shard)
 
@@ -325,25 +356,15 @@ class RemoteBackend:
     def _probe(self) -> None:
         if not available() or not self._socket.exists():
             raise HolderGone("the process holding the embedded vector store shares no socket")
-        token = self._token()
+        self._token()
         try:
-            with (
-                addressable(self._socket) as address,
-                socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock,
-            ):
-                sock.settimeout(CONNECT_TIMEOUT)
-                sock.connect(address)
-                body = json.dumps({"token": token}).encode()
-                sock.sendall(_HEADER.pack(len(body)) + body)
-                header = _recv_exactly(sock, _HEADER.size)
-                (size,) = _HEADER.unpack(header)
-                answer = json.loads(_recv_exactly(sock, min(size, MAX_FRAME)))
+            ask_holder(self._shard, None, timeout=CONNECT_TIMEOUT)
         except OSError as exc:
             raise HolderGone(f"the holder does not answer at {self._socket}: {exc}") from None
-        if not answer.get("ok"):
+        except Refused as exc:
             raise VectorStoreError(
-                f"the holder of the embedded vector store refused: {answer.get('error')}"
-            )
+                f"the holder of the embedded vector store refused: {exc}"
+            ) from None
 
     @property
     def embedded(self) -> bool:
@@ -402,14 +423,3 @@ class RemoteBackend:
 
     async def close(self) -> None:
         """Nothing to release: each call has its own connection."""
-
-
-def _recv_exactly(sock: socket.socket, size: int) -> bytes:
-    chunks = []
-    while size:
-        chunk = sock.recv(size)
-        if not chunk:
-            raise ConnectionResetError("closed by the holder")
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)

@@ -42,7 +42,8 @@ from core.tools.context import ToolContext
 from core.tools.registry import Tool, ToolArgs, tool
 
 if TYPE_CHECKING:
-    from core.code.search import CodeResult, CodeSearch
+    from core.code.results import CodeResult
+    from core.code.search import CodeSearch
     from core.store.models import Repo
 
 MAX_GREP_RESULTS = 200

@@ -63,7 +63,7 @@ from core.memory.ranking import STOPWORDS
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient
 
-    from core.code.store_socket import StoreServer
+    from core.code.store_socket import SearchFunction, StoreServer
 
 __all__ = [
     "DENSE",
@@ -290,10 +290,10 @@ class VectorStore:
 
         return cls(RemoteBackend.connect(cls.shard_path(root, embedder)), embedder)
 
-    async def share(self) -> bool:
+    async def share(self, *, search: SearchFunction | None = None) -> bool:
         """Let other local processes (`threadline search`/`index` beside the bot) use this
-        embedded store through this process, until `close`. Returns whether it is shared
-        (only an embedded store held here can be)."""
+        embedded store through this process, until `close`; with `search`, whole searches are
+        answered too. Returns whether it is shared (only an embedded store held here can be)."""
         from core.code.edge_store import EdgeBackend
         from core.code.store_socket import StoreServer, available
 
@@ -301,7 +301,7 @@ class VectorStore:
             return True
         if not isinstance(self._backend, EdgeBackend) or not available():
             return False
-        server = StoreServer(self._backend, self._backend.path)
+        server = StoreServer(self._backend, self._backend.path, search=search)
         await server.start()
         self._server = server
         return True

@@ -1,0 +1,114 @@
+"""The light half of the vector store socket (`core.code.store_socket`): where the socket and
+token file of a shard are, the framing (a 4-byte big-endian length and a JSON object), and a
+small synchronous client. Standard library only, so that `threadline search` can ask the bot
+before importing anything heavy."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import struct
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+MAX_FRAME = 256 * 1024 * 1024
+CONNECT_TIMEOUT = 2.0
+SOCKET_SUFFIX = ".sock"
+TOKEN_SUFFIX = ".token"
+HEADER = struct.Struct(">I")
+# sun_path holds 108 bytes on Linux; longer paths are reached through /proc/self/fd.
+_MAX_SUN_PATH = 100
+
+
+class Refused(Exception):
+    """The holder did not let this process in (a wrong token, another user)."""
+
+
+def socket_path(shard: Path) -> Path:
+    return shard.with_name(shard.name + SOCKET_SUFFIX)
+
+
+def token_path(shard: Path) -> Path:
+    return shard.with_name(shard.name + TOKEN_SUFFIX)
+
+
+def available() -> bool:
+    return hasattr(socket, "AF_UNIX")
+
+
+@contextlib.contextmanager
+def addressable(path: Path) -> Iterator[str]:
+    """`path` as an address a Unix socket accepts, also when it is longer than sun_path."""
+    text = os.fspath(path)
+    if len(os.fsencode(text)) <= _MAX_SUN_PATH or not Path("/proc/self/fd").is_dir():
+        yield text
+        return
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)
+
+
+def frame(message: Mapping[str, Any]) -> bytes:
+    body = json.dumps(message, separators=(",", ":")).encode()
+    return HEADER.pack(len(body)) + body
+
+
+def unframe(body: bytes) -> dict[str, Any]:
+    message = json.loads(body)
+    if not isinstance(message, dict):
+        raise ValueError("a frame must hold a JSON object")
+    return message
+
+
+def frame_size(header: bytes) -> int:
+    (size,) = HEADER.unpack(header)
+    if size > MAX_FRAME:
+        raise ValueError(f"frame of {size} bytes")
+    return int(size)
+
+
+def read_token(shard: Path) -> str:
+    """The token of the process holding `shard` (`OSError` when there is none)."""
+    return token_path(shard).read_text(encoding="ascii").strip()
+
+
+def ask(shard: Path, request: Mapping[str, Any] | None, *, timeout: float) -> dict[str, Any]:
+    """One exchange with the holder of `shard`: the token, then `request` (None: only the
+    greeting); the answer. Raises `OSError` when no holder answers (`ConnectionError` if it
+    hangs up), `Refused` when it does not let this process in, `ValueError` on a bad frame."""
+    token = read_token(shard)
+    with (
+        addressable(socket_path(shard)) as address,
+        socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock,
+    ):
+        sock.settimeout(CONNECT_TIMEOUT)
+        sock.connect(address)
+        sock.sendall(frame({"token": token}))
+        hello = _receive(sock)
+        if not hello.get("ok"):
+            raise Refused(str(hello.get("error", "not authorised")))
+        if request is None:
+            return hello
+        sock.settimeout(timeout)
+        sock.sendall(frame(request))
+        return _receive(sock)
+
+
+def _receive(sock: socket.socket) -> dict[str, Any]:
+    return unframe(recv_exactly(sock, frame_size(recv_exactly(sock, HEADER.size))))
+
+
+def recv_exactly(sock: socket.socket, size: int) -> bytes:
+    chunks = []
+    while size:
+        chunk = sock.recv(size)
+        if not chunk:
+            raise ConnectionResetError("closed by the holder")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
