@@ -32,7 +32,9 @@ the embedded vector store (a Qdrant Edge shard under DATA_DIR/qdrant-edge).
    times its phases (imports, app build, database, store open, model load, search) and says
    whether qdrant-client was imported. Then the same beside a bot: a child process holds the
    store (and shares it on its socket) with the embedder loaded, `--cli-runs` more searches
-   and one unchanged `threadline index` run through it.
+   (the bot answers each whole search: the command does not build its app), one run of the
+   command's `main` in a child that says whether it imported SQLModel or NumPy, and one
+   unchanged `threadline index` run through the bot.
 
 `--reuse DIR` reuses an already-indexed data dir (the default one is printed at the end): no
 corpus copy, no full index (its numbers are read back from DIR/speed-index.json); steps 3-6 run.
@@ -577,6 +579,17 @@ print(json.dumps(phases))
 """
 
 
+# `threadline search` as `bot.cli.entry` runs it; then which heavy modules it imported.
+_CLI_IMPORTS = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from bot.cli import main
+code = main(["search", sys.argv[2], "--json"])
+heavy = ("sqlmodel", "sqlalchemy", "numpy", "qdrant_edge", "bot.app")
+print(json.dumps(sorted(m for m in heavy if m in sys.modules)), file=sys.stderr)
+sys.exit(code)
+"""
+
 PYCACHE = CACHE.parent / "pycache"
 
 
@@ -672,6 +685,13 @@ def cli_search(data_dir: Path, queries: Sequence[str], runs: int) -> dict[str, A
         if holder.stdout.readline() != "ready\n":
             raise SystemExit("the holder process did not start")
         beside = cli_runs(env, list(queries)[runs + 1 :], runs)
+        heavy = subprocess.run(
+            [sys.executable, "-c", _CLI_IMPORTS, str(ROOT), queries[0]],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         t0 = time.perf_counter()
         index = subprocess.run(
             [*cli_command(), "index", str(REPO_DIR), "--name", REPO_NAME],
@@ -691,6 +711,7 @@ def cli_search(data_dir: Path, queries: Sequence[str], runs: int) -> dict[str, A
         "runs": len(alone),
         "python_start_ms": bare_ms,
         "profile": json.loads(profile.stdout.strip().splitlines()[-1]),
+        "beside_imported": json.loads(heavy.stderr.strip().splitlines()[-1]),
         "index_beside_s": index_s,
         "index_beside_out": index.stdout.strip().splitlines()[-1] if index.stdout else "",
     }
@@ -872,9 +893,11 @@ def cli_lines(cx: dict[str, Any]) -> list[str]:
         f"- one profiled run (in-process phases): {phases}; total in process "
         f"{p['total_in_process'] * 1000:.0f} ms; qdrant-client imported: "
         f"{'yes' if p['qdrant_client_imported'] else 'no'}",
-        f"- beside a bot process holding the store (through its socket; the query is "
-        f"embedded by the command): **p50 {b['p50']:.0f} ms**, p95 {b['p95']:.0f} ms, max "
-        f"{b['max']:.0f} ms",
+        f"- beside a bot process holding the store (the bot answers the whole search on its "
+        f"socket): **p50 {b['p50']:.0f} ms**, p95 {b['p95']:.0f} ms, max {b['max']:.0f} ms "
+        f"({verdict(b['p50'], TARGETS['cli_p50_ms'])}); heavy modules the command imported: "
+        f"{', '.join(cx['beside_imported']) or 'none'} (of SQLModel, SQLAlchemy, NumPy, "
+        "qdrant-edge, the app)",
         f"- `threadline index` of the unchanged repository beside that bot: "
         f"{cx['index_beside_s']:.2f} s (`{cx['index_beside_out']}`)",
     ]
