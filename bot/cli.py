@@ -94,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     graph.add_argument("--edges", action="store_true", help="every edge of --repo")
     graph.add_argument("--json", action="store_true", help="print JSON")
+    graph.add_argument(
+        "--image", metavar="FILE", help="also draw the graph as a PNG picture into FILE"
+    )
     return parser
 
 

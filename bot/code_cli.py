@@ -8,9 +8,11 @@ stdout; `repos --json` is a stable format documented in the README.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -235,8 +237,9 @@ async def repos_command(app: App, as_json: bool) -> int:
 
 
 async def graph_command(app: App, args: argparse.Namespace) -> int:
-    """`threadline graph SYMBOL ...` (the neighbourhood of a definition) or `threadline graph
-    --repo NAME --edges` (every edge; `--json` is the documented, stable dump)."""
+    """`threadline graph SYMBOL ...` (the neighbourhood of a definition; `--image FILE` also
+    draws it as a PNG) or `threadline graph --repo NAME --edges` (every edge; `--json` is the
+    documented, stable dump)."""
     from core.code.graph.query import MAX_DEPTH, SECTIONS, all_edges
     from core.code.graph.render import describe
 
@@ -252,8 +255,8 @@ async def graph_command(app: App, args: argparse.Namespace) -> int:
             return EXIT_FAILED
         repos = chosen
     if args.edges:
-        if args.repo is None or args.symbol is not None:
-            print("graph: --edges takes --repo NAME and no SYMBOL", file=sys.stderr)
+        if args.repo is None or args.symbol is not None or args.image is not None:
+            print("graph: --edges takes --repo NAME and no SYMBOL or --image", file=sys.stderr)
             return EXIT_USAGE
         assert repos[0].id is not None
         edges = await all_edges(app.db, repos[0].id)
@@ -280,8 +283,22 @@ async def graph_command(app: App, args: argparse.Namespace) -> int:
         depth=args.depth,
         sections=sections or SECTIONS,  # type: ignore[arg-type]
     )
+    text = answer.text
+    if args.image is not None and answer.view is not None:
+        from core.code.graph.picture import draw
+        from core.code.graph.render import picture_note
+
+        picture = await asyncio.to_thread(draw, answer.view)
+        try:
+            await asyncio.to_thread(Path(args.image).write_bytes, picture.png)
+        except OSError as exc:
+            print(f"graph: cannot write {args.image}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_FAILED
+        if picture.omitted:
+            text = f"{text}\n{picture_note(answer.view.focus.symbol, picture.omitted)}"
+        print(f"graph: picture written to {args.image}", file=sys.stderr)
     if args.json:
         print(json.dumps(answer.data, ensure_ascii=False))
     else:
-        print(answer.text.replace("`", ""))
+        print(text.replace("`", ""))
     return EXIT_OK if answer.found else EXIT_FAILED

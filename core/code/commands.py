@@ -1,5 +1,6 @@
 """`/index NAME`: re-index a registered repository from chat (needs `code.index`), and
-`/graph SYMBOL`: the code graph around a definition (needs `code.read`).
+`/graph SYMBOL`: the code graph around a definition (needs `code.read`), with `--image` also
+as a PNG attached to the reply.
 
 The repository must be one this conversation may read (the policy's `repos` key); any other
 name gets the same "no repository" answer. A cloned repository is fetched first. Progress goes
@@ -13,12 +14,16 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from core.code import messages
 from core.code.indexer import Indexer, Stage
 from core.code.repos import RepoError, RepoStore
 from core.commands import Command, CommandContext
-from core.request import Reply
+from core.request import Attachment, Reply
+
+if TYPE_CHECKING:
+    from core.code.graph.query import Neighbourhood
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +57,23 @@ class _ThreadProgress:
     async def drain(self) -> None:
         if self._pending:
             await asyncio.gather(*self._pending, return_exceptions=True)
+
+
+async def _with_picture(ctx: CommandContext, text: str, view: Neighbourhood) -> Reply:
+    """The text graph with its picture attached (drawn off the event loop). A picture that
+    cannot be drawn leaves the text answer standing, with a line saying so."""
+    from core.code.graph.picture import draw
+    from core.code.graph.render import PICTURE_FAILED, picture_filename, picture_note
+
+    try:
+        picture = await asyncio.to_thread(draw, view)
+    except Exception:
+        log.exception("drawing the graph failed (request %s)", ctx.session.request_id)
+        return Reply(f"{text}\n{PICTURE_FAILED}")
+    if picture.omitted:
+        text = f"{text}\n{picture_note(view.focus.symbol, picture.omitted)}"
+    image = Attachment("image", picture_filename(view.focus.symbol), picture.png, "image/png")
+    return Reply(text, attachments=(image,))
 
 
 def code_commands(store: RepoStore, indexer: Indexer) -> list[Command]:
@@ -99,7 +121,9 @@ def code_commands(store: RepoStore, indexer: Indexer) -> list[Command]:
             depth=request.depth,
             sections=request.sections,
         )
-        return Reply(answer.text, ok=answer.found)
+        if not request.image or answer.view is None:
+            return Reply(answer.text, ok=answer.found)
+        return await _with_picture(ctx, answer.text, answer.view)
 
     return [
         Command(

@@ -652,3 +652,27 @@ async def test_a_slash_command_shows_progress_in_its_deferred_response(
         "Indexing `api`: 40/300 chunks embedded…",
         "Indexed `api`.",
     ]
+
+
+async def test_graph_with_image_sends_the_picture_as_a_file_in_the_thread(
+    start_bot: StartBot, fake_discord: FakeDiscord, tmp_path: Path
+) -> None:
+    from core.code.walk import index_repo
+    from tests.integration.test_graph import png_size
+    from tests.integration.test_graph_store import make
+
+    fake = fake_discord
+    bot = await start_bot()
+    await index_repo(bot.app.db, await bot.app.repos.register(str(make(tmp_path / "api"))))
+
+    thread = await ask_in_channel(fake, "/graph helper --callers --image")
+    await fake.wait_for(lambda: len(fake.messages_in(thread)) == 2)
+    await bot.adapter.idle()
+
+    text, picture = fake.messages_in(thread)
+    assert text.content.startswith("`helper` — function in api: pkg/util.py:1")
+    assert "Job.run (main.py:" in text.content and text.files == []
+    [file] = picture.files
+    assert file.filename == "graph-helper.png"
+    width, height = png_size(file.data)
+    assert width >= 300 and height >= 150

@@ -3,9 +3,12 @@ as a subprocess, `/graph` in chat and the `code_graph` tool, both filtered by th
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable
 from pathlib import Path
+
+from PIL import Image
 
 from core.code.walk import index_repo
 from tests.conftest import POLICY_ALL, BotHarness
@@ -117,3 +120,63 @@ async def test_code_graph_tool_is_policy_filtered(
     assert "Extended / implemented by:\n  Nightly (main.py:9) → Job" in visible
     assert hidden == "Error: there is no repository named 'web' (available here: api)"
     assert ambiguous.startswith("`run` is ambiguous: 2 definitions.")
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    image = Image.open(io.BytesIO(data))
+    image.load()  # decodes the whole picture, not just its header
+    assert image.format == "PNG"
+    return image.size
+
+
+def test_cli_graph_image_writes_a_png_and_no_file_when_nothing_is_found(
+    cli_env: dict[str, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    root = make(tmp_path / "api")
+    assert run_cli(cli_env, tmp_path, "index", str(root)).returncode == 0
+
+    out = tmp_path / "job.png"
+    drawn = run_cli(cli_env, tmp_path, "graph", "Job.run", "--image", str(out))
+    assert drawn.returncode == 0, drawn.stderr
+    assert drawn.stdout.startswith("Job.run — method in api: main.py:5 (depth 2)")
+    assert f"picture written to {out}" in drawn.stderr
+    width, height = png_size(out.read_bytes())
+    assert 300 <= width <= 2_000 and 150 <= height <= 1_500
+
+    text = run_cli(cli_env, tmp_path, "graph", "run")
+    for name in ("run", "Jobb"):
+        missing = tmp_path / f"{name}.png"
+        answer = run_cli(cli_env, tmp_path, "graph", name, "--image", str(missing))
+        assert answer.returncode == 1
+        assert not missing.exists()
+        if name == "run":
+            assert answer.stdout == text.stdout  # the same candidates, no picture
+        else:
+            assert "Did you mean" in answer.stdout
+
+    refused = run_cli(cli_env, tmp_path, "graph", "--repo", "api", "--edges", "--image", "x.png")
+    assert refused.returncode == 2 and not (tmp_path / "x.png").exists()
+
+
+async def test_graph_command_with_image_attaches_the_picture(
+    make_bot: MakeBot, fake_llm: FakeOpenAI, write_policy: Callable[[str], Path], tmp_path: Path
+) -> None:
+    bot = await graph_bot(make_bot, fake_llm, write_policy, tmp_path)
+
+    plain = await bot.send("/graph helper --callers")
+    reply = await bot.send("/graph helper --callers --image")
+    assert reply.ok and reply.text == plain.text  # the text graph, unchanged
+    (picture,) = reply.attachments
+    assert (picture.kind, picture.filename, picture.mime_type) == (
+        "image",
+        "graph-helper.png",
+        "image/png",
+    )
+    png_size(picture.data)
+
+    for text in ("/graph run --image", "/graph Jobb --image", "/graph helper --repo web --image"):
+        answer = await bot.send(text)
+        assert not answer.ok and answer.attachments == ()
+        assert answer.text == (await bot.send(text.replace(" --image", ""))).text
+    assert fake_llm.requests == []

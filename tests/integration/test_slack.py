@@ -8,6 +8,7 @@ never on sleeps.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import signal
@@ -635,3 +636,37 @@ def test_run_uses_socket_mode_when_an_app_token_is_set(
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(10) == 0, log.read_text()
     assert "Traceback" not in log.read_text()
+
+
+def test_graph_with_image_posts_the_text_and_uploads_the_picture_into_the_thread(
+    serve_slack: StartApp, fake_slack: FakeSlack, make_settings: Callable[..., Any], tmp_path: Path
+) -> None:
+    from bot.app import build_app
+    from core.code.walk import index_repo
+    from tests.integration.test_graph import png_size
+    from tests.integration.test_graph_store import make
+
+    async def index() -> None:
+        built = build_app(make_settings())
+        try:
+            await index_repo(built.db, await built.repos.register(str(make(tmp_path / "api"))))
+        finally:
+            await built.aclose()
+
+    asyncio.run(index())
+    app = serve_slack()
+    root = new_ts()
+    app.post_event(mention("/graph helper --callers --image", ts=root))
+    app.idle()
+
+    (posted,) = fake_slack.posted("C1")
+    assert posted["thread_ts"] == root
+    assert posted["text"].startswith("`helper` — function in api: pkg/util.py:1")
+    assert "Job.run (main.py:" in posted["text"]
+    (url_call,) = fake_slack.calls("files.getUploadURLExternal")
+    assert url_call.args["filename"] == "graph-helper.png"
+    (complete,) = fake_slack.calls("files.completeUploadExternal")
+    assert (complete.args["channel_id"], complete.args["thread_ts"]) == ("C1", root)
+    (uploaded,) = json.loads(complete.args["files"])
+    width, height = png_size(fake_slack.upload(uploaded["id"]))
+    assert width >= 300 and height >= 150

@@ -8,6 +8,7 @@ candidates of an ambiguous name, or close names for an unknown one).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,8 +29,9 @@ from core.code.graph.query import (
 from core.store.engine import Database
 
 GRAPH_USAGE = (
-    "Usage: `/graph SYMBOL [--repo NAME] [--depth N] [--callers] [--callees] [--hierarchy]` — "
-    "where SYMBOL is defined, what it extends, who calls it and what it calls."
+    "Usage: `/graph SYMBOL [--repo NAME] [--depth N] [--callers] [--callees] [--hierarchy] "
+    "[--image]` — where SYMBOL is defined, what it extends, who calls it and what it calls "
+    "(`--image`: also as a picture)."
 )
 NO_GRAPH = "No code graph yet: index a repository first (`/index NAME`)."
 
@@ -47,6 +49,7 @@ class Answer:
     text: str
     found: bool  # one symbol found (False: ambiguous, unknown, nothing indexed)
     data: dict[str, Any]  # the same as JSON (`threadline graph --json`)
+    view: Neighbourhood | None = None  # what was found, for the picture
 
 
 def _where(symbol: Symbol) -> str:
@@ -127,7 +130,8 @@ async def describe(
     focus = found.matches[0]
     repo_id = next(i for i, n in repos.items() if n == focus.repo)
     view = await neighbourhood(db, repo_id, focus, depth=depth, sections=sections)
-    return Answer(render_neighbourhood(view), True, {"status": "found", **view.as_json()})
+    data = {"status": "found", **view.as_json()}
+    return Answer(render_neighbourhood(view), True, data, view)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,16 +140,35 @@ class GraphRequest:
     repo: str | None = None
     depth: int = 2
     sections: tuple[Section, ...] = SECTIONS
+    image: bool = False
+
+
+def picture_note(symbol: str, omitted: int) -> str:
+    """The line under the text when the picture left nodes out."""
+    nodes = "node" if omitted == 1 else "nodes"
+    return (
+        f"(The picture shows the nodes nearest `{symbol}` and leaves out {omitted} {nodes}; "
+        "the text lists them.)"
+    )
+
+
+def picture_filename(symbol: str) -> str:
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", symbol).strip("._") or "symbol"
+    return f"graph-{safe[:60]}.png"
+
+
+PICTURE_FAILED = "(The picture could not be drawn; the text above has the whole graph.)"
 
 
 def parse_request(text: str) -> GraphRequest | str:
-    """`SYMBOL [--repo NAME] [--depth N] [--callers] [--callees] [--hierarchy]` as typed after
-    `/graph`; a string is the error to show."""
+    """`SYMBOL [--repo NAME] [--depth N] [--callers] [--callees] [--hierarchy] [--image]` as
+    typed after `/graph`; a string is the error to show."""
     words = text.split()
     symbol: str | None = None
     repo: str | None = None
     depth = 2
     sections: list[Section] = []
+    image = False
     i = 0
     while i < len(words):
         word = words[i]
@@ -163,6 +186,8 @@ def parse_request(text: str) -> GraphRequest | str:
             continue
         if word in ("--callers", "--callees", "--hierarchy"):
             sections.append(word[2:])  # type: ignore[arg-type]
+        elif word == "--image":
+            image = True
         elif word.startswith("--") or symbol is not None:
             return f"Unexpected `{word}`. {GRAPH_USAGE}"
         else:
@@ -170,4 +195,4 @@ def parse_request(text: str) -> GraphRequest | str:
         i += 1
     if symbol is None:
         return GRAPH_USAGE
-    return GraphRequest(symbol, repo, depth, tuple(sections) or SECTIONS)
+    return GraphRequest(symbol, repo, depth, tuple(sections) or SECTIONS, image)
