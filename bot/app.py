@@ -59,6 +59,7 @@ def build_app(
     from core.code.answers import offline_answer
     from core.code.commands import code_commands
     from core.code.embeddings import collection_name
+    from core.code.graph.repomap import RepoMaps
     from core.code.indexer import Indexer
     from core.code.repos import RepoStore
     from core.code.search import CodeSearch
@@ -115,6 +116,7 @@ def build_app(
             db=db,
             prompt=PromptBuilder(persona=settings.persona),
             memory=memory,
+            code_map=RepoMaps(repos),
             clock=clock,
             deadline=settings.request_deadline,
         )

@@ -97,6 +97,17 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument(
         "--image", metavar="FILE", help="also draw the graph as a PNG picture into FILE"
     )
+    code_map = sub.add_parser(
+        "map", help="repo map: files and their main definitions, ranked, within a token budget"
+    )
+    code_map.add_argument("--repo", required=True, help="the repository")
+    code_map.add_argument(
+        "--focus", metavar="SYMBOL_OR_PATH", help="rank around this definition or file"
+    )
+    code_map.add_argument(
+        "--tokens", type=int, help="budget (default 1024 with a file focus, else 2048)"
+    )
+    code_map.add_argument("--json", action="store_true", help="print JSON")
     return parser
 
 
@@ -113,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return EXIT_CONFIG
-    interactive = args.command in ("ask", "chat", "index", "repos", "search", "graph") or (
+    interactive = args.command in ("ask", "chat", "index", "repos", "search", "graph", "map") or (
         args.command == "run" and not _long_running("run", settings)
     )
     quiet = interactive and not args.verbose
@@ -227,6 +238,10 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             from bot.code_cli import graph_command
 
             return await graph_command(app, args)
+        if args.command == "map":
+            from bot.map_cli import map_command
+
+            return await map_command(app, args)
         if args.command == "run":
             return await _run(app)
         if args.command == "serve":
@@ -373,7 +388,7 @@ async def _beside_discord(app: App, slack: Coroutine[Any, Any, int]) -> int:
 
 
 # Commands that print and end: nothing is left to clean up once their output is flushed.
-_ONE_SHOT = frozenset({"ask", "index", "repos", "search", "graph"})
+_ONE_SHOT = frozenset({"ask", "index", "repos", "search", "graph", "map"})
 
 
 def entry() -> None:

@@ -44,6 +44,20 @@ class Recall(Protocol):
     ) -> str | None: ...
 
 
+class CodeMap(Protocol):
+    """The repo map for the prompt (`core.code.graph.repomap.RepoMaps`): None when the message
+    is not about code or no readable repository has a graph."""
+
+    async def for_prompt(
+        self,
+        session: ToolSession,
+        text: str,
+        recent: Sequence[str],
+        count: Callable[[str], int],
+        max_tokens: int,
+    ) -> str | None: ...
+
+
 DEFAULT_DEADLINE = 120.0  # seconds per request (THREADLINE_REQUEST_DEADLINE)
 # A reservation outlives its request's deadline by this much before another process may take
 # it back: the request's last settle may still be on its way.
@@ -53,6 +67,15 @@ RESERVATION_MARGIN = timedelta(minutes=1)
 def memory_budget(window: int) -> int:
     """Tokens of long-term memory injected per request."""
     return min(5000, max(500, window // 200))
+
+
+def code_map_budget(window: int) -> int:
+    """The most tokens a repo map may take (its own default is 1,024, twice that when the
+    conversation names no file): small windows get a smaller map."""
+    return max(64, window // 16)
+
+
+RECENT_TURNS = 4  # earlier user messages whose files and symbols seed the repo map
 
 
 @dataclass
@@ -80,6 +103,7 @@ class Agent:
         db: Database,
         prompt: PromptBuilder,
         memory: Recall | None = None,
+        code_map: CodeMap | None = None,
         counter: TokenCounter | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         deadline: float = DEFAULT_DEADLINE,
@@ -96,6 +120,7 @@ class Agent:
         self._db = db
         self._prompt = prompt
         self._memory = memory
+        self._code_map = code_map
         self._clock = clock
         spec = model.spec
         self.compaction = CompactionConfig(
@@ -119,7 +144,8 @@ class Agent:
             async with limit:
                 history = await self._history.load(session.conversation)
                 memory = await self._recall(session, text)
-                reply = await self._loop(session, history, turn, memory, progress)
+                code = await self._map(session, text, history)
+                reply = await self._loop(session, history, turn, memory, progress, code)
         except TimeoutError:
             if not limit.expired():
                 raise
@@ -142,6 +168,27 @@ class Agent:
         budget = memory_budget(self.compaction.window)
         return await self._memory.recall(session, text, budget, self.counter.count_text)
 
+    async def _map(self, session: ToolSession, text: str, history: ThreadHistory) -> str | None:
+        """The repo map for a code question; a failure costs the map, never the answer."""
+        if self._code_map is None:
+            return None
+        recent = [
+            m["content"]
+            for m in history.messages
+            if m.get("role") == "user" and isinstance(m.get("content"), str)
+        ][-RECENT_TURNS:]
+        try:
+            return await self._code_map.for_prompt(
+                session,
+                text,
+                recent,
+                self.counter.count_text,
+                code_map_budget(self.compaction.window),
+            )
+        except Exception:
+            log.warning("no repo map for request %s", session.request_id, exc_info=True)
+            return None
+
     async def _loop(
         self,
         session: ToolSession,
@@ -149,6 +196,7 @@ class Agent:
         turn: _Turn,
         memory: str | None,
         progress: Progress | None,
+        code: str | None = None,
     ) -> Reply:
         ctx = ToolContext(session=session, db=self._db)
         max_steps = session.budgets.iterations_per_request
@@ -160,7 +208,7 @@ class Agent:
             # instead of wasting steps on calls that would be refused.
             offer = step < max_steps and left > 0
             tools = await self._dispatcher.registry.offered(session) if offer else None
-            prefix = self._prompt.prefix(session, self._clock(), memory)
+            prefix = self._prompt.prefix(session, self._clock(), memory, code)
             try:
                 history, conversation = await self._fit(session, prefix, history, turn, tools)
                 completion = await self._call_model(session, [*prefix, *conversation], tools, turn)

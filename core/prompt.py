@@ -2,13 +2,15 @@
 
 Providers cache prompt prefixes, so whatever is identical across requests goes first and in a
 fixed order: system rules and tool guidance, the persona (later: the skills index). Per-request
-content follows: the conversation context line, relevant long-term memory, then the
-(compacted) thread history and the new message. Nothing volatile (time, user ids) may enter
-the stable prefix.
+content follows: the conversation context line, relevant long-term memory, the repo map for
+a code question (`core.code.graph.repomap`), then the (compacted) thread history and the new
+message. Nothing volatile (time, user ids) may enter the stable prefix.
 
 Long-term memory is written by users (anyone with `memory.write`) and read by everyone in its
 scope, so it is never given system authority: it arrives as a user-role message quoting each
-fact with who saved it (`core.memory.facts.prompt_line`), and the rules say it is data.
+fact with who saved it (`core.memory.facts.prompt_line`), and the rules say it is data. The
+repo map is text from the repositories (signature lines), so it is a user-role message too,
+which says what it is itself (the rules are not made longer for it).
 """
 
 from __future__ import annotations
@@ -54,10 +56,15 @@ class PromptBuilder:
         return "\n\n".join(parts)
 
     def prefix(
-        self, session: ToolSession, now: datetime, memory: str | None = None
+        self,
+        session: ToolSession,
+        now: datetime,
+        memory: str | None = None,
+        code_map: str | None = None,
     ) -> list[dict[str, Any]]:
         """What goes before the thread: the stable prefix and this request's context (system
-        messages), then the recalled memory, if any, as quoted data in a user-role message."""
+        messages), then the recalled memory and the repo map, if any, each as data in a
+        user-role message."""
         who = session.identity
         context = (
             f"Conversation context: platform {who.platform}, channel {who.channel}. "
@@ -69,4 +76,6 @@ class PromptBuilder:
         ]
         if memory:
             messages.append({"role": "user", "content": memory})
+        if code_map:
+            messages.append({"role": "user", "content": code_map})
         return messages
