@@ -6,7 +6,7 @@ from __future__ import annotations
 from core.code.graph.model import FileFacts
 from core.code.languages import language_for
 
-GRAPH_LANGUAGES = frozenset({"python"})
+GRAPH_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx"})
 
 
 def graph_language(path: str) -> str | None:
@@ -20,4 +20,8 @@ def extract(path: str, source: bytes) -> FileFacts | None:
         from core.code.graph.extract_python import extract_python
 
         return extract_python(path, source)
+    if language in ("javascript", "typescript", "tsx"):
+        from core.code.graph.extract_js import extract_js
+
+        return extract_js(path, source, language)
     return None

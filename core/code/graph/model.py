@@ -6,7 +6,8 @@ Values are small JSON-able lists describing what a name may hold, in the file th
   an import; `["n", "name"]` a global name bound nowhere in the file (a builtin, a star import,
   or unknown);
 - `["a", V, "attr"]` an attribute of V; `["c", V]` what calling V returns; `["i", V]` an
-  instance of class V (from an annotation); `["s", "A"]` `super()` inside class A.
+  instance of class V (from an annotation); `["s", "A"]` `super()` inside class A;
+- `["x", "name"]` outside the repository by construction (a JavaScript package or global).
 
 They stay symbolic because what an import means depends on other files: `resolve` evaluates
 them once every file of the repository is known.

@@ -29,6 +29,7 @@ MAX_DEPTH = 30
 MAX_ENTITIES = 24
 _BUILTINS = frozenset(dir(builtins))
 _SOURCE_ROOTS = ("src", "lib", "python", "source")
+_CONSTRUCTORS = {"javascript": "constructor", "typescript": "constructor", "tsx": "constructor"}
 _INTERFACE_BASES = frozenset({"typing.Protocol", "abc.ABC", "typing_extensions.Protocol"})
 
 # Entities: ("M", path) a module; ("D", path, symbol) a definition; ("I", path, class) an
@@ -120,6 +121,8 @@ class Resolver:
             ]
         if tag == "s":
             return [(("S", ctx, value[1]), False)]
+        if tag == "x":  # outside the repository by construction (a package, a JS global)
+            return [(("X", value[1]), False)]
         if tag == "L":
             return [(("L", ctx, value[1]), False)]
         if tag == "k":
@@ -262,9 +265,10 @@ class Resolver:
             if kind in ("function", "method"):
                 return [entity]
             if kind == "class":  # `Class()` calls `Class.__init__` (when the repository has one)
+                init = _CONSTRUCTORS.get(self.files[entity[1]].language, "__init__")
                 return [
                     e
-                    for e, _ in self._class_member(entity[1], entity[2], "__init__", 0, depth)
+                    for e, _ in self._class_member(entity[1], entity[2], init, 0, depth)
                     if e[0] == "X" or self._kind(e) in ("function", "method")
                 ]
         if tag == "I":

@@ -1,0 +1,7 @@
+const path = require('path');
+
+function join(a, b) {
+  return path.join(a, b);
+}
+
+module.exports = { join };

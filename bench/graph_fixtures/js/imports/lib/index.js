@@ -1,0 +1,2 @@
+export { add as plus } from './math.js';
+export * from './strings';

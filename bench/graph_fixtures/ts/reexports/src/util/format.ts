@@ -1,0 +1,5 @@
+export const pad = (s: string, n: number): string => s.padStart(n);
+
+export function title(s: string): string {
+  return pad(s.toUpperCase(), 2);
+}
