@@ -1,7 +1,7 @@
 """Precision and recall of the code graph's call edges on hand-written fixtures (not a pytest
 test).
 
-    .venv/bin/python bench/graph_quality.py [--append bench/RESULTS.md] [--verbose]
+    .venv/bin/python bench/graph_quality.py [--append bench/RESULTS.md] [--verbose] [--language go]
 
 Each folder under bench/graph_fixtures/LANGUAGE/ is a small program written for this bench,
 with `expected.json`: the feature it exercises, the call edges a correct graph has
@@ -74,10 +74,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--append", type=Path, help="append the tables to this Markdown file")
     parser.add_argument("--verbose", action="store_true", help="list every miss")
+    parser.add_argument("--language", action="append", help="only this fixture folder (repeatable)")
     args = parser.parse_args()
 
     sections = []
     for language_dir in sorted(p for p in FIXTURES.iterdir() if p.is_dir()):
+        if args.language and language_dir.name not in args.language:
+            continue
         rows = []
         totals = {"tp": 0, "fp": 0, "fn": 0, "external": 0, "kept": 0}
         for case in sorted(p for p in language_dir.iterdir() if p.is_dir()):

@@ -6,10 +6,12 @@ from __future__ import annotations
 from core.code.graph.model import FileFacts
 from core.code.languages import language_for
 
-GRAPH_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx"})
+GRAPH_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go"})
 
 
 def graph_language(path: str) -> str | None:
+    if path == "go.mod" or path.endswith("/go.mod"):  # Go's module path maps import paths
+        return "go"
     language = language_for(path)
     return language if language in GRAPH_LANGUAGES else None
 
@@ -24,4 +26,8 @@ def extract(path: str, source: bytes) -> FileFacts | None:
         from core.code.graph.extract_js import extract_js
 
         return extract_js(path, source, language)
+    if language == "go":
+        from core.code.graph.extract_go import extract_go
+
+        return extract_go(path, source)
     return None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.code.graph.model import (
     FALLBACK,
@@ -24,6 +24,9 @@ from core.code.graph.model import (
     FileFacts,
     Reference,
 )
+
+if TYPE_CHECKING:
+    from core.code.graph.resolve_go import GoResolver
 
 MAX_DEPTH = 30
 MAX_ENTITIES = 24
@@ -64,6 +67,8 @@ class Resolver:
         self.top_level: dict[str, list[tuple[str, str]]] = {}
         for path in sorted(files):
             facts = files[path]
+            if facts.language == "go":  # resolved by resolve_go; no fallback onto Go names
+                continue
             for key in module_keys(facts):
                 self.modules.setdefault(key, path)
             self.definitions[path] = {d.symbol: d for d in facts.definitions}
@@ -73,6 +78,7 @@ class Resolver:
         self._memo: dict[tuple[str, Any], frozenset[Found]] = {}
         self._mros: dict[tuple[str, str], list[Entity]] = {}
         self._active: set[tuple[str, Any]] = set()
+        self._go: GoResolver | None = None
 
     # -- evaluation ----------------------------------------------------------------------------
 
@@ -283,6 +289,12 @@ class Resolver:
 
     def edges(self, path: str) -> list[Edge]:
         facts = self.files[path]
+        if facts.language == "go":  # packages are directories: see resolve_go
+            if self._go is None:
+                from core.code.graph.resolve_go import GoResolver
+
+                self._go = GoResolver(self.files)
+            return self._go.edges(path)
         out: list[Edge] = []
         seen: set[tuple[Any, ...]] = set()
         for ref in facts.references:

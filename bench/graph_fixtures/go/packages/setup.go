@@ -1,0 +1,7 @@
+package main
+
+func setup() {
+	configure()
+}
+
+func configure() {}

@@ -1,0 +1,5 @@
+package store
+
+func connect(path string) *DB {
+	return &DB{path: path}
+}
