@@ -155,3 +155,33 @@ def test_python_names_never_fall_back_onto_go_definitions() -> None:
         }
     )
     assert ("app.py:go", "?Serve") in found
+
+
+def test_implements_where_the_method_sets_are_known() -> None:
+    edges = edges_of(
+        {
+            "go.mod": GO_MOD,
+            "io/io.go": "package io\n\ntype Item struct{}\n\n"
+            "type Reader interface {\n\tRead(p []byte) (int, error)\n}\n\n"
+            "type ReadGetter interface {\n\tReader\n\tGet(key string) *Item\n}\n\n"
+            "type Outside interface {\n\tfmt.Stringer\n}\n\n"
+            "type Number interface {\n\t~int | ~float64\n}\n\n"
+            "type Any interface{}\n",
+            "file/file.go": 'package file\n\nimport "example.com/shop/io"\n\n'
+            "type Base struct{}\n\n"
+            "func (b *Base) Read(buf []byte) (int, error) { return 0, nil }\n\n"
+            "type File struct {\n\tBase\n}\n\n"
+            "func (f File) Get(k string) *io.Item { return nil }\n\n"
+            "type Other struct{}\n\nfunc (o Other) Read(buf []byte) int { return 0 }\n",
+        }
+    )
+    found = {
+        (f"{e.source_path}:{e.source_symbol}", f"{e.target_path}:{e.target_symbol}")
+        for e in edges
+        if e.kind == "implements"
+    }
+    assert found == {
+        ("file/file.go:Base", "io/io.go:Reader"),
+        ("file/file.go:File", "io/io.go:Reader"),  # Read promoted from the embedded Base
+        ("file/file.go:File", "io/io.go:ReadGetter"),
+    }

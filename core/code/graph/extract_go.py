@@ -44,6 +44,12 @@ V = list[Any]
 _MODULE_LINE = re.compile(rb"^\s*module\s+\"?([^\s\"]+)\"?", re.MULTILINE)
 PACKAGE = "<package>"  # names key: [["package", NAME]]
 DEPS = "<deps>"  # names key: the directories this file's resolution depends on (for `store`)
+SIGNATURES = "<signatures>"  # names key: [["T.m", SIGNATURE], ...] of the methods declared here
+INTERFACE = "<interface>"  # member key marking an interface type (its methods: ["sig", S])
+_PREDECLARED = frozenset(
+    "any bool byte comparable complex64 complex128 error float32 float64 int int8 int16 int32 "
+    "int64 rune string uint uint8 uint16 uint32 uint64 uintptr".split()
+)
 
 
 def _text(node: Node | None) -> str:
@@ -98,6 +104,7 @@ class GoExtractor:
         self.definitions: dict[str, Definition] = {}
         self.classes: dict[str, ClassFacts] = {}
         self.returns: dict[str, list[Value]] = {}
+        self.signatures: list[Value] = []
         self.references: list[Reference] = []
 
     def extract(self) -> FileFacts:
@@ -127,6 +134,8 @@ class GoExtractor:
         for import_path in [*self.imports.values(), *self.dot_imports]:
             deps += _candidate_dirs(import_path)
         names[DEPS] = [["m", key] for key in dict.fromkeys(deps)]
+        if self.signatures:
+            names[SIGNATURES] = self.signatures
         return FileFacts(
             path=self.path,
             language="go",
@@ -188,15 +197,27 @@ class GoExtractor:
                         Reference("inherits", name, line, (value,), _text(type_node).lstrip("*"))
                     )
         elif body.type == "interface_type":
+            # Its method set, when it can be compared: ["undecidable"] marks a constraint
+            # (`~int | string`) or a method whose types are not understood.
+            decidable = True
             for elem in body.named_children:
-                if elem.type == "type_elem":  # an embedded interface
-                    for t in elem.named_children:
-                        value = self.type_value(t)
-                        if value is not None:
-                            facts.bases.append(value)
-                            self.references.append(
-                                Reference("inherits", name, line, (value,), _text(t))
-                            )
+                if elem.type == "method_elem":
+                    method = _text(elem.child_by_field_name("name"))
+                    signature = self.signature(elem)
+                    if signature is None:
+                        decidable = False
+                    elif method:
+                        facts.members[method] = [["sig", signature]]
+                elif elem.type == "type_elem":  # an embedded interface (or a type constraint)
+                    values = [self.type_value(t) for t in elem.named_children]
+                    if len(values) != 1 or values[0] is None:
+                        decidable = False
+                        continue
+                    facts.bases.append(values[0])
+                    self.references.append(
+                        Reference("inherits", name, line, (values[0],), _text(elem))
+                    )
+            facts.members[INTERFACE] = [] if decidable else [["undecidable"]]
 
     def _function(self, node: Node) -> None:
         name = _text(node.child_by_field_name("name"))
@@ -214,6 +235,9 @@ class GoExtractor:
                 return
             symbol = f"{owner[2]}.{name}"
             self._define(symbol, "method", node)
+            signature = self.signature(node)
+            if signature is not None:
+                self.signatures.append([symbol, signature])
             scope = _Function(symbol)
             receiver_name = param.child_by_field_name("name") if param is not None else None
             if receiver_name is not None:
@@ -250,6 +274,56 @@ class GoExtractor:
             for child in param.named_children:
                 if child.type == "identifier":
                     scope.bind(_text(child), value, SCOPED)
+
+    # -- signatures (for `implements`) --------------------------------------------------------
+
+    def signature(self, node: Node) -> str | None:
+        """`(params)(results)` with parameter names left out and named types spelled
+        `{IMPORT|Name}` (IMPORT "" for the own package); None when a type is not understood."""
+        parts: list[str] = []
+        for field in ("parameters", "result"):
+            child = node.child_by_field_name(field)
+            types: list[str] = []
+            if child is not None and child.type == "parameter_list":
+                for param in child.named_children:
+                    if param.type not in (
+                        "parameter_declaration",
+                        "variadic_parameter_declaration",
+                    ):
+                        continue
+                    spelled = self._spell(param.child_by_field_name("type"))
+                    if spelled is None:
+                        return None
+                    if param.type == "variadic_parameter_declaration":
+                        spelled = "..." + spelled
+                    count = sum(1 for c in param.named_children if c.type == "identifier")
+                    types += [spelled] * max(1, count)
+            elif child is not None:
+                spelled = self._spell(child)
+                if spelled is None:
+                    return None
+                types.append(spelled)
+            parts.append("(" + ",".join(types) + ")")
+        return "".join(parts)
+
+    def _spell(self, node: Node | None) -> str | None:
+        if node is None:
+            return None
+        kind = node.type
+        if kind == "type_identifier":
+            name = _text(node)
+            return name if name in _PREDECLARED else "{|" + name + "}"
+        if kind == "qualified_type":
+            package = _text(node.child_by_field_name("package"))
+            if package not in self.imports:
+                return None
+            return "{" + self.imports[package] + "|" + _text(node.child_by_field_name("name")) + "}"
+        if node.child_count == 0:
+            return _text(node)
+        spelled = [self._spell(c) for c in node.children]
+        if any(s is None for s in spelled):
+            return None
+        return " ".join(s for s in spelled if s)
 
     # -- types and values ------------------------------------------------------------------
 

@@ -9,20 +9,28 @@ is outside the repository: the call keeps its name and has no target.
 
 Methods are looked up on the named type in its package's files, then through embedded fields,
 shallowest depth first (Go's promotion rule; two candidates at one depth: no target).
+
+A type implements an interface of the repository when every method of the interface's method
+set is found on the type (declared on it or its pointer, or promoted) with the same signature,
+named types compared by package directory. An interface whose method set is not known (a
+constraint, a type not understood, an interface from outside embedded) is never implemented:
+what cannot be decided is left out.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
 from typing import Any
 
-from core.code.graph.extract_go import PACKAGE, package_dir
+from core.code.graph.extract_go import INTERFACE, PACKAGE, SIGNATURES, package_dir
 from core.code.graph.model import MODULE, Edge, EdgeKind, FileFacts
 
 MAX_DEPTH = 8
 Def = tuple[str, str]  # (path, symbol)
 Pkg = tuple[str, str]  # (directory, package name)
 Type = tuple[Pkg, str]  # (package, type name)
+_NAMED = re.compile(r"\{([^|{}]*)\|([^|{}]*)\}")
 
 
 def _package_name(facts: FileFacts) -> str:
@@ -57,6 +65,13 @@ class GoResolver:
                     if d.symbol != MODULE:
                         table.setdefault(d.symbol, (path, d.symbol))
             self.members[pkg] = table
+        self.signatures: dict[Def, str] = {}
+        for path, facts in files.items():
+            for symbol, signature in (
+                facts.names.get(SIGNATURES, []) if facts.language == "go" else []
+            ):
+                self.signatures[(path, symbol)] = signature
+        self._interfaces: list[tuple[Def, dict[str, str]]] | None = None
 
     # -- packages -------------------------------------------------------------------------------
 
@@ -189,6 +204,71 @@ class GoResolver:
 
         return list(self._promoted(owner, pick))
 
+    # -- implements ------------------------------------------------------------------------------
+
+    def canonical(self, path: str, signature: str) -> str:
+        """A signature with its named types spelled by package directory, not by import."""
+
+        def named(match: re.Match[str]) -> str:
+            pkg = self.own(path) if match.group(1) == "" else self.package_of(match.group(1))
+            where = pkg[0] if pkg is not None else match.group(1)
+            return "{" + where + "|" + match.group(2) + "}"
+
+        return _NAMED.sub(named, signature)
+
+    def method_set(self, owner: Type, depth: int = 0) -> dict[str, str] | None:
+        """An interface's methods (name: canonical signature), None when not decidable
+        (a constraint, a type not understood, an interface from outside embedded)."""
+        type_def = self._type_def(owner)
+        if type_def is None or depth > MAX_DEPTH:
+            return None
+        path, facts = type_def
+        if facts.members.get(INTERFACE) != []:
+            return None
+        out: dict[str, str] = {}
+        for base in facts.bases:
+            embedded = self.types(path, base)
+            inner = self.method_set(embedded[0], depth + 1) if len(embedded) == 1 else None
+            if inner is None:
+                return None
+            out.update(inner)
+        for name, values in facts.members.items():
+            if name != INTERFACE and values and values[0][0] == "sig":
+                out[name] = self.canonical(path, values[0][1])
+        return out
+
+    def interfaces(self) -> list[tuple[Def, dict[str, str]]]:
+        if self._interfaces is None:
+            self._interfaces = []
+            for pkg, table in sorted(self.members.items()):
+                for name, found in sorted(table.items()):
+                    facts = self.files[found[0]].classes.get(name)
+                    if facts is None or INTERFACE not in facts.members:
+                        continue
+                    methods = self.method_set((pkg, name))
+                    if methods:  # the empty interface is implemented by everything
+                        self._interfaces.append((found, methods))
+        return self._interfaces
+
+    def implemented(self, path: str, name: str) -> list[Def]:
+        """The repository's interfaces whose every method the type (or a pointer to it)
+        has, with the same signature, declared or promoted."""
+        facts = self.files[path].classes.get(name)
+        if facts is None or INTERFACE in facts.members:
+            return []
+        owner = (self.own(path), name)
+        out: list[Def] = []
+        for interface, methods in self.interfaces():
+            for method, signature in methods.items():
+                found = self.method(owner, method)
+                if len(found) != 1 or found[0] not in self.signatures:
+                    break
+                if self.canonical(found[0][0], self.signatures[found[0]]) != signature:
+                    break
+            else:
+                out.append(interface)
+        return out
+
     # -- edges ---------------------------------------------------------------------------------
 
     def _line(self, found: Def) -> int:
@@ -246,6 +326,22 @@ class GoResolver:
                 if key not in seen:
                     seen.add(key)
                     out.append(edge)
+        for d in facts.definitions:
+            if d.kind == "class":
+                for target_path, symbol in self.implemented(path, d.symbol):
+                    out.append(
+                        Edge(
+                            "implements",
+                            path,
+                            d.symbol,
+                            d.line,
+                            target_path,
+                            symbol,
+                            self._line((target_path, symbol)),
+                            symbol,
+                            1.0,
+                        )
+                    )
         names = {d.symbol for d in facts.definitions}
         for d in facts.definitions:
             if d.symbol == MODULE:
