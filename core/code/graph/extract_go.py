@@ -8,7 +8,8 @@ A Go package is a directory, so a file alone cannot say where `pkg.Func` or a sa
   of the imported package IMPORT (an import path);
 - `["gt", IMPORT, "T"]` the type T (IMPORT "" for the own package); `["gm", TYPE, "m"]` the
   method m of a type value; `["gf", TYPE, "f"]` the type of field f; `["gr", FUNC]` the
-  (first) result type of a function or method value.
+  (first) result type of a function or method value; `["gv", "x"]` the type of the own
+  package's variable x (declared at the top level of any of its files).
 
 Variables are typed flow-insensitively inside their function: the receiver and parameters by
 their declared types, `x := &T{}`, `x := T{}`, `var x T`, `x := new(T)` and `x := NewT()`
@@ -45,6 +46,7 @@ _MODULE_LINE = re.compile(rb"^\s*module\s+\"?([^\s\"]+)\"?", re.MULTILINE)
 PACKAGE = "<package>"  # names key: [["package", NAME]]
 DEPS = "<deps>"  # names key: the directories this file's resolution depends on (for `store`)
 SIGNATURES = "<signatures>"  # names key: [["T.m", SIGNATURE], ...] of the methods declared here
+VARIABLES = "<variables>"  # names key: [["x", TYPE], ...] package-level variables typed here
 INTERFACE = "<interface>"  # member key marking an interface type (its methods: ["sig", S])
 _PREDECLARED = frozenset(
     "any bool byte comparable complex64 complex128 error float32 float64 int int8 int16 int32 "
@@ -105,6 +107,7 @@ class GoExtractor:
         self.classes: dict[str, ClassFacts] = {}
         self.returns: dict[str, list[Value]] = {}
         self.signatures: list[Value] = []
+        self.variables: list[Value] = []  # package-level [name, TYPE] pairs
         self.references: list[Reference] = []
 
     def extract(self) -> FileFacts:
@@ -126,7 +129,16 @@ class GoExtractor:
             elif child.type in ("function_declaration", "method_declaration"):
                 self._function(child)
             elif child.type in ("var_declaration", "const_declaration"):
-                self._calls(child, _Function(MODULE))
+                module = _Function(MODULE)
+                if child.type == "var_declaration":
+                    for spec in child.named_children:
+                        specs = spec.named_children if spec.type == "var_spec_list" else [spec]
+                        for var_spec in specs:
+                            if var_spec.type == "var_spec":
+                                self._var_spec(var_spec, module)
+                    for name, bound in module.types.items():
+                        self.variables += [[name, value] for value, _ in bound]
+                self._calls(child, module)
         names: dict[str, list[Value]] = {PACKAGE: [["package", self.package]]}
         for alias, import_path in self.imports.items():
             names[alias] = [["gi", import_path]]
@@ -136,6 +148,8 @@ class GoExtractor:
         names[DEPS] = [["m", key] for key in dict.fromkeys(deps)]
         if self.signatures:
             names[SIGNATURES] = self.signatures
+        if self.variables:
+            names[VARIABLES] = self.variables
         return FileFacts(
             path=self.path,
             language="go",
@@ -250,6 +264,7 @@ class GoExtractor:
         result = node.child_by_field_name("result")
         if result is not None:
             if result.type == "parameter_list":
+                self._parameters(result, scope)  # named results are variables too
                 first = next(
                     (c for c in result.named_children if c.type == "parameter_declaration"), None
                 )
@@ -368,15 +383,7 @@ class GoExtractor:
                     if kind == "short_var_declaration" or _text(target) in scope.types:
                         scope.bind(_text(target), value, FLOW)
             elif kind == "var_spec":
-                type_value = self.type_value(node.child_by_field_name("type"))
-                value_node = node.child_by_field_name("value")
-                values = value_node.named_children if value_node is not None else []
-                names = [c for c in node.named_children if c.type == "identifier"]
-                for i, target in enumerate(names):
-                    value = type_value
-                    if value is None and i < len(values):
-                        value = self.expr_type(values[i], scope)
-                    scope.bind(_text(target), value, FLOW)
+                self._var_spec(node, scope)
             elif kind in ("range_clause", "type_switch_statement", "receive_statement"):
                 left = node.child_by_field_name("left") or node.child_by_field_name("alias")
                 for target in left.named_children if left is not None else []:
@@ -384,6 +391,19 @@ class GoExtractor:
                         scope.bind(_text(target), None, FLOW)
             elif kind == "func_literal":
                 self._parameters(node.child_by_field_name("parameters"), scope)
+
+    def _var_spec(self, node: Node, scope: _Function) -> None:
+        type_value = self.type_value(node.child_by_field_name("type"))
+        value_node = node.child_by_field_name("value")
+        values = value_node.named_children if value_node is not None else []
+        names = [c for c in node.named_children if c.type == "identifier"]
+        for i, target in enumerate(names):
+            value = type_value
+            if value is None and len(values) == len(names):
+                value = self.expr_type(values[i], scope)
+            elif value is None and i == 0 and len(values) == 1:  # `var a, err = NewA()`
+                value = self.expr_type(values[0], scope)
+            scope.bind(_text(target), value, FLOW)
 
     def expr_type(self, node: Node | None, scope: _Function) -> V | None:
         if node is None:
@@ -440,6 +460,8 @@ class GoExtractor:
                 name = _text(operand)
                 if name not in scope.types and name in self.imports:
                     return [(["gp", self.imports[name], field], SCOPED)]
+                if name not in scope.types and scope.symbol != MODULE:
+                    return [(["gm", ["gv", name], field], FLOW)]  # a package-level variable
             return [(["gm", t, field], c) for t, c in self.operand_types(operand, scope)]
         if function.type == "parenthesized_expression" and function.named_children:
             return self.callee(function.named_children[0], scope)

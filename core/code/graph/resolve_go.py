@@ -23,7 +23,7 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
-from core.code.graph.extract_go import INTERFACE, PACKAGE, SIGNATURES, package_dir
+from core.code.graph.extract_go import INTERFACE, PACKAGE, SIGNATURES, VARIABLES, package_dir
 from core.code.graph.model import MODULE, Edge, EdgeKind, FileFacts
 
 MAX_DEPTH = 8
@@ -72,6 +72,11 @@ class GoResolver:
             ):
                 self.signatures[(path, symbol)] = signature
         self._interfaces: list[tuple[Def, dict[str, str]]] | None = None
+        self.variables: dict[Pkg, dict[str, list[tuple[str, Any]]]] = {}
+        for pkg, paths in self.packages.items():
+            for path in paths:
+                for name, value in files[path].names.get(VARIABLES, []):
+                    self.variables.setdefault(pkg, {}).setdefault(name, []).append((path, value))
 
     # -- packages -------------------------------------------------------------------------------
 
@@ -112,6 +117,9 @@ class GoResolver:
             if found is None or self._kind(found) != "class":
                 return []
             return [(pkg, value[2])]
+        if tag == "gv":
+            bound = self.variables.get(self.own(ctx), {}).get(value[1], [])
+            return [t for path, v in bound for t in self.types(path, v, depth + 1)]
         if tag == "gf":
             out: list[Type] = []
             for owner in self.types(ctx, value[1], depth + 1):
