@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument(
         "--image", metavar="FILE", help="also draw the graph as a PNG picture into FILE"
     )
+    graph.add_argument(
+        "--confident", action="store_true", help="the picture leaves out guessed edges"
+    )
     code_map = sub.add_parser(
         "map", help="repo map: files and their main definitions, ranked, within a token budget"
     )

@@ -288,7 +288,8 @@ async def graph_command(app: App, args: argparse.Namespace) -> int:
         from core.code.graph.picture import draw
         from core.code.graph.render import picture_note
 
-        picture = await asyncio.to_thread(draw, answer.view)
+        view = answer.view
+        picture = await asyncio.to_thread(lambda: draw(view, hide_low=args.confident))
         try:
             await asyncio.to_thread(Path(args.image).write_bytes, picture.png)
         except OSError as exc:

@@ -59,14 +59,16 @@ class _ThreadProgress:
             await asyncio.gather(*self._pending, return_exceptions=True)
 
 
-async def _with_picture(ctx: CommandContext, text: str, view: Neighbourhood) -> Reply:
+async def _with_picture(
+    ctx: CommandContext, text: str, view: Neighbourhood, *, confident: bool = False
+) -> Reply:
     """The text graph with its picture attached (drawn off the event loop). A picture that
     cannot be drawn leaves the text answer standing, with a line saying so."""
     from core.code.graph.picture import draw
     from core.code.graph.render import PICTURE_FAILED, picture_filename, picture_note
 
     try:
-        picture = await asyncio.to_thread(draw, view)
+        picture = await asyncio.to_thread(lambda: draw(view, hide_low=confident))
     except Exception:
         log.exception("drawing the graph failed (request %s)", ctx.session.request_id)
         return Reply(f"{text}\n{PICTURE_FAILED}")
@@ -123,7 +125,7 @@ def code_commands(store: RepoStore, indexer: Indexer) -> list[Command]:
         )
         if not request.image or answer.view is None:
             return Reply(answer.text, ok=answer.found)
-        return await _with_picture(ctx, answer.text, answer.view)
+        return await _with_picture(ctx, answer.text, answer.view, confident=request.confident)
 
     return [
         Command(

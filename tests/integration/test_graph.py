@@ -143,6 +143,11 @@ def test_cli_graph_image_writes_a_png_and_no_file_when_nothing_is_found(
     assert f"picture written to {out}" in drawn.stderr
     width, height = png_size(out.read_bytes())
     assert 300 <= width <= 2_000 and 150 <= height <= 1_500
+    sure = tmp_path / "job-sure.png"
+    confident = run_cli(cli_env, tmp_path, "graph", "Job.run", "--image", str(sure), "--confident")
+    assert confident.returncode == 0, confident.stderr
+    assert confident.stdout == drawn.stdout  # the text keeps every edge
+    png_size(sure.read_bytes())
 
     text = run_cli(cli_env, tmp_path, "graph", "run")
     for name in ("run", "Jobb"):
@@ -174,6 +179,9 @@ async def test_graph_command_with_image_attaches_the_picture(
         "image/png",
     )
     png_size(picture.data)
+    sure = await bot.send("/graph helper --callers --image --confident")
+    assert sure.text == plain.text and len(sure.attachments) == 1
+    png_size(sure.attachments[0].data)
 
     for text in ("/graph run --image", "/graph Jobb --image", "/graph helper --repo web --image"):
         answer = await bot.send(text)

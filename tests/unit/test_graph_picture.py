@@ -138,3 +138,18 @@ async def test_the_reply_carries_the_picture_and_says_how_many_nodes_it_left_out
 
     small_reply = await _with_picture(ctx, "the text graph", small())
     assert small_reply.text == "the text graph" and len(small_reply.attachments) == 1
+
+
+def test_graph_requests_parse_the_confident_flag() -> None:
+    from core.code.graph.render import GraphRequest, parse_request
+
+    request = parse_request("Job.run --image --confident --depth 3")
+    assert isinstance(request, GraphRequest)
+    assert (request.symbol, request.image, request.confident, request.depth) == (
+        "Job.run",
+        True,
+        True,
+        3,
+    )
+    plain = parse_request("Job.run")
+    assert isinstance(plain, GraphRequest) and not plain.confident

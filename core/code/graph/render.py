@@ -30,8 +30,8 @@ from core.store.engine import Database
 
 GRAPH_USAGE = (
     "Usage: `/graph SYMBOL [--repo NAME] [--depth N] [--callers] [--callees] [--hierarchy] "
-    "[--image]` — where SYMBOL is defined, what it extends, who calls it and what it calls "
-    "(`--image`: also as a picture)."
+    "[--image] [--confident]` — where SYMBOL is defined, what it extends, who calls it and what "
+    "it calls (`--image`: also as a picture; `--confident`: the picture leaves out guesses)."
 )
 NO_GRAPH = "No code graph yet: index a repository first (`/index NAME`)."
 
@@ -141,6 +141,7 @@ class GraphRequest:
     depth: int = 2
     sections: tuple[Section, ...] = SECTIONS
     image: bool = False
+    confident: bool = False  # the picture leaves out edges found only by a guess
 
 
 def picture_note(symbol: str, omitted: int) -> str:
@@ -161,14 +162,14 @@ PICTURE_FAILED = "(The picture could not be drawn; the text above has the whole 
 
 
 def parse_request(text: str) -> GraphRequest | str:
-    """`SYMBOL [--repo NAME] [--depth N] [--callers] [--callees] [--hierarchy] [--image]` as
-    typed after `/graph`; a string is the error to show."""
+    """`SYMBOL [--repo NAME] [--depth N] [--callers] [--callees] [--hierarchy] [--image]
+    [--confident]` as typed after `/graph`; a string is the error to show."""
     words = text.split()
     symbol: str | None = None
     repo: str | None = None
     depth = 2
     sections: list[Section] = []
-    image = False
+    image = confident = False
     i = 0
     while i < len(words):
         word = words[i]
@@ -188,6 +189,8 @@ def parse_request(text: str) -> GraphRequest | str:
             sections.append(word[2:])  # type: ignore[arg-type]
         elif word == "--image":
             image = True
+        elif word == "--confident":
+            confident = True
         elif word.startswith("--") or symbol is not None:
             return f"Unexpected `{word}`. {GRAPH_USAGE}"
         else:
@@ -195,4 +198,4 @@ def parse_request(text: str) -> GraphRequest | str:
         i += 1
     if symbol is None:
         return GRAPH_USAGE
-    return GraphRequest(symbol, repo, depth, tuple(sections) or SECTIONS, image)
+    return GraphRequest(symbol, repo, depth, tuple(sections) or SECTIONS, image, confident)
