@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from core.code.graph.gcpause import gc_paused
 from core.code.graph.model import (
     FLOW,
     MODULE,
@@ -845,4 +846,5 @@ class PythonExtractor:
 
 
 def extract_python(path: str, source: bytes) -> FileFacts:
-    return PythonExtractor(path, source).extract()
+    with gc_paused():
+        return PythonExtractor(path, source).extract()

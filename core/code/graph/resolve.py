@@ -15,6 +15,7 @@ import builtins
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from core.code.graph.gcpause import gc_paused
 from core.code.graph.model import (
     FALLBACK,
     MODULE,
@@ -288,6 +289,10 @@ class Resolver:
         return []
 
     def edges(self, path: str) -> list[Edge]:
+        with gc_paused():
+            return self._edges(path)
+
+    def _edges(self, path: str) -> list[Edge]:
         facts = self.files[path]
         if facts.language == "go":  # packages are directories: see resolve_go
             if self._go is None:
