@@ -6,7 +6,7 @@ from __future__ import annotations
 from core.code.graph.model import FileFacts
 from core.code.languages import language_for
 
-GRAPH_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go"})
+GRAPH_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go", "java"})
 
 
 def graph_language(path: str) -> str | None:
@@ -30,4 +30,8 @@ def extract(path: str, source: bytes) -> FileFacts | None:
         from core.code.graph.extract_go import extract_go
 
         return extract_go(path, source)
+    if language == "java":
+        from core.code.graph.extract_java import extract_java
+
+        return extract_java(path, source)
     return None

@@ -1,0 +1,9 @@
+package zoo;
+
+public interface Named {
+    String name();
+
+    default String label() {
+        return "<" + name() + ">";
+    }
+}
