@@ -28,6 +28,7 @@ from core.code.graph.model import (
 
 if TYPE_CHECKING:
     from core.code.graph.resolve_go import GoResolver
+    from core.code.graph.resolve_java import JavaResolver
 
 MAX_DEPTH = 30
 MAX_ENTITIES = 24
@@ -68,7 +69,7 @@ class Resolver:
         self.top_level: dict[str, list[tuple[str, str]]] = {}
         for path in sorted(files):
             facts = files[path]
-            if facts.language == "go":  # resolved by resolve_go; no fallback onto Go names
+            if facts.language in ("go", "java"):  # resolve_go, resolve_java; no fallback onto them
                 continue
             for key in module_keys(facts):
                 self.modules.setdefault(key, path)
@@ -80,6 +81,7 @@ class Resolver:
         self._mros: dict[tuple[str, str], list[Entity]] = {}
         self._active: set[tuple[str, Any]] = set()
         self._go: GoResolver | None = None
+        self._java: JavaResolver | None = None
 
     # -- evaluation ----------------------------------------------------------------------------
 
@@ -300,6 +302,12 @@ class Resolver:
 
                 self._go = GoResolver(self.files)
             return self._go.edges(path)
+        if facts.language == "java":  # packages and imports of types: see resolve_java
+            if self._java is None:
+                from core.code.graph.resolve_java import JavaResolver
+
+                self._java = JavaResolver(self.files)
+            return self._java.edges(path)
         out: list[Edge] = []
         seen: set[tuple[Any, ...]] = set()
         for ref in facts.references:
