@@ -146,6 +146,17 @@ class PythonExtractor:
         self._names: dict[tuple[int, str], frozenset[V]] = {}
         self._function_scopes: dict[str, _Scope] = {}
         self._last_symbol: str | None = None
+        self._texts: dict[int, str] = {}
+
+    def _t(self, node: Node | None) -> str:
+        """`_text(node)`, decoded once per node (expressions are evaluated in every round)."""
+        if node is None:
+            return ""
+        key = node.id
+        text = self._texts.get(key)
+        if text is None:
+            text = self._texts[key] = _text(node)
+        return text
 
     # -- pass 1: scopes and bindings ----------------------------------------------------------
 
@@ -201,8 +212,8 @@ class PythonExtractor:
                             decorates=symbol,
                         )
                     )
-                    if symbol is not None and _text(expr) in ("staticmethod", "classmethod"):
-                        self._static(symbol, _text(expr))
+                    if symbol is not None and self._t(expr) in ("staticmethod", "classmethod"):
+                        self._static(symbol, self._t(expr))
             return
         if kind == "class_definition":
             self._class(node, scope)
@@ -218,7 +229,7 @@ class PythonExtractor:
             return
         if kind in ("global_statement", "nonlocal_statement"):
             if kind == "global_statement":
-                scope.globals.update(_text(c) for c in node.named_children)
+                scope.globals.update(self._t(c) for c in node.named_children)
             return
         if kind == "assignment":
             self._assignment(node, scope)
@@ -241,13 +252,15 @@ class PythonExtractor:
                 )
         elif kind == "call":
             function = node.child_by_field_name("function")
-            if function is not None and _text(function) != "super":
+            if function is not None and not (
+                function.type == "identifier" and self._t(function) == "super"
+            ):
                 args = node.child_by_field_name("arguments")
                 self.sites.append(_Site(function, scope, node.start_point.row + 1, args))
         self._visit_block(node, scope)
 
     def _class(self, node: Node, scope: _Scope) -> None:
-        name = _text(node.child_by_field_name("name")) or "<anonymous>"
+        name = self._t(node.child_by_field_name("name")) or "<anonymous>"
         symbol = self._define(scope.prefix + name, "class", node)
         self._last_symbol = symbol
         scope.bind(name, _Binding("v", value=("d", symbol)))
@@ -269,7 +282,7 @@ class PythonExtractor:
         self._last_symbol = symbol
 
     def _function(self, node: Node, scope: _Scope) -> None:
-        name = _text(node.child_by_field_name("name")) or "<anonymous>"
+        name = self._t(node.child_by_field_name("name")) or "<anonymous>"
         kind = "method" if scope.kind == "class" else "function"
         symbol = self._define(scope.prefix + name, kind, node)
         scope.bind(name, _Binding("v", value=("d", symbol)))
@@ -327,7 +340,7 @@ class PythonExtractor:
                     self._visit(default, outer)
                 if name_node is None:
                     continue
-                name = _text(name_node)
+                name = self._t(name_node)
                 position = len(names)
                 names.append(name)
                 if method and position == 0 and outer.cls is not None:
@@ -361,11 +374,11 @@ class PythonExtractor:
         if node.type == "import_statement":
             for child in node.named_children:
                 if child.type == "aliased_import":
-                    dotted = _text(child.child_by_field_name("name"))
-                    alias = _text(child.child_by_field_name("alias"))
+                    dotted = self._t(child.child_by_field_name("name"))
+                    alias = self._t(child.child_by_field_name("alias"))
                     scope.bind(alias, _Binding("v", value=("m", dotted)))
                 else:
-                    dotted = _text(child)
+                    dotted = self._t(child)
                     head = dotted.split(".", 1)[0]
                     scope.bind(head, _Binding("v", value=("m", head)))
                 self.imports.append((scope.symbol, line, dotted))
@@ -383,10 +396,10 @@ class PythonExtractor:
                     self.imports.append((scope.symbol, line, base))
                 continue
             if child.type == "aliased_import":
-                name = _text(child.child_by_field_name("name"))
-                alias = _text(child.child_by_field_name("alias"))
+                name = self._t(child.child_by_field_name("name"))
+                alias = self._t(child.child_by_field_name("alias"))
             elif child.type == "dotted_name":
-                name = alias = _text(child)
+                name = alias = self._t(child)
             else:
                 continue
             dotted = f"{base}.{name}" if base else name
@@ -398,21 +411,21 @@ class PythonExtractor:
         if module_node is None:
             return ""
         if module_node.type != "relative_import":
-            return _text(module_node)
+            return self._t(module_node)
         prefix = next((c for c in module_node.named_children if c.type == "import_prefix"), None)
-        level = _text(prefix).count(".")
+        level = self._t(prefix).count(".")
         rest = next((c for c in module_node.named_children if c.type == "dotted_name"), None)
         parts = self.module.split(".") if self.module else []
         # A package's __init__ is the package itself; a module's level 1 is its package.
         drop = level - 1 if self.package else level
         parts = parts[: len(parts) - drop] if drop <= len(parts) else []
         if rest is not None:
-            parts.append(_text(rest))
+            parts.append(self._t(rest))
         return ".".join(p for p in parts if p)
 
     def _target_names(self, node: Node) -> Iterator[str]:
         if node.type == "identifier":
-            yield _text(node)
+            yield self._t(node)
         elif node.type in ("pattern_list", "tuple_pattern", "list_pattern", "as_pattern_target"):
             for child in node.named_children:
                 yield from self._target_names(child)
@@ -430,7 +443,7 @@ class PythonExtractor:
             value = current.child_by_field_name("right")
             current = value
         if value is not None and value.type == "lambda" and targets[0].type == "identifier":
-            self._lambda(value, scope, _text(targets[0]))
+            self._lambda(value, scope, self._t(targets[0]))
         for target in targets:
             self._bind_target(target, value, annotation, scope)
 
@@ -438,7 +451,7 @@ class PythonExtractor:
         self, target: Node, value: Node | None, annotation: Node | None, scope: _Scope
     ) -> None:
         if target.type == "identifier":
-            name = _text(target)
+            name = self._t(target)
             if value is not None:
                 scope.bind(name, _Binding("e", node=value, scope=scope))
             if annotation is not None:
@@ -452,7 +465,7 @@ class PythonExtractor:
                         self._bind_target(item, item_value, None, scope)
         elif target.type == "attribute" and value is not None:
             obj = target.child_by_field_name("object")
-            attr = _text(target.child_by_field_name("attribute"))
+            attr = self._t(target.child_by_field_name("attribute"))
             owner = self._self_class(obj, scope)
             if owner is not None:
                 self.self_attrs.setdefault(owner, {}).setdefault(attr, []).append(
@@ -462,8 +475,8 @@ class PythonExtractor:
             container = target.child_by_field_name("value")
             if container is not None and container.type == "identifier":
                 key = _literal(target.child_by_field_name("subscript"))
-                self._lookup_scope(_text(container), scope).bind(
-                    _text(container), _Binding("si", node=value, scope=scope, key=key)
+                self._lookup_scope(self._t(container), scope).bind(
+                    self._t(container), _Binding("si", node=value, scope=scope, key=key)
                 )
 
     def _lookup_scope(self, name: str, scope: _Scope) -> _Scope:
@@ -483,7 +496,7 @@ class PythonExtractor:
         """The class when `obj` is a method's `self` (also inside functions nested in it)."""
         if obj is None or obj.type != "identifier":
             return None
-        name = _text(obj)
+        name = self._t(obj)
         holder = self._lookup_scope(name, scope)
         for binding in holder.bindings.get(name, []):
             if binding.kind == "v" and binding.value and binding.value[0] == "i":
@@ -515,7 +528,7 @@ class PythonExtractor:
                 position = 0
                 for arg in site.args.named_children:
                     if arg.type == "keyword_argument":
-                        name = _text(arg.child_by_field_name("name"))
+                        name = self._t(arg.child_by_field_name("name"))
                         value = arg.child_by_field_name("value")
                         if value is not None and name in function.params:
                             arguments.setdefault((function.symbol, name), []).append(
@@ -584,17 +597,19 @@ class PythonExtractor:
         if depth > MAX_DEPTH:
             return frozenset()
         self._memo[key] = frozenset()  # a cycle evaluates to nothing
-        result = frozenset(list(self._eval(node, scope, depth + 1))[:MAX_VALUES])
+        values = self._eval(node, scope, depth + 1)
+        items = values if isinstance(values, list) else list(values)
+        result = frozenset(items[:MAX_VALUES])
         self._memo[key] = result
         return result
 
     def _eval(self, node: Node, scope: _Scope, depth: int) -> Iterable[V]:
         kind = node.type
         if kind == "identifier":
-            return self.lookup(_text(node), scope, depth)
+            return self.lookup(self._t(node), scope, depth)
         if kind == "attribute":
             obj = node.child_by_field_name("object")
-            attr = _text(node.child_by_field_name("attribute"))
+            attr = self._t(node.child_by_field_name("attribute"))
             if obj is None:
                 return ()
             return [("a", v, attr) for v in self.eval(obj, scope, depth)]
@@ -602,13 +617,13 @@ class PythonExtractor:
             function = node.child_by_field_name("function")
             if function is None:
                 return ()
-            if function.type == "identifier" and _text(function) == "super":
+            if function.type == "identifier" and self._t(function) == "super":
                 owner = self._enclosing_class(scope)
                 return [("s", owner)] if owner else ()
             args = node.child_by_field_name("arguments")
             if (
                 function.type == "identifier"
-                and _text(function) == "getattr"
+                and self._t(function) == "getattr"
                 and args is not None
                 and len(args.named_children) >= 2
                 and isinstance(name := _literal(args.named_children[1]), str)
@@ -729,12 +744,12 @@ class PythonExtractor:
         if kind == "type":
             return [v for c in node.named_children for v in self._annotation(c, scope, depth)]
         if kind in ("identifier", "attribute"):
-            if _text(node) == "None":
+            if self._t(node) == "None":
                 return []
             return [v for v in self.eval(node, scope, depth) if v[0] != "n"]
         if kind == "string":
             content = next((c for c in node.named_children if c.type == "string_content"), None)
-            dotted = _text(content).strip()
+            dotted = self._t(content).strip()
             if not dotted.replace(".", "").replace("_", "").isalnum():
                 return []
             head, *rest = dotted.split(".")
@@ -751,7 +766,7 @@ class PythonExtractor:
             ]
         if kind in ("generic_type", "subscript"):
             generic = node.named_children[0] if node.named_children else None
-            if generic is not None and _text(generic).rsplit(".", 1)[-1] in ("Optional", "Union"):
+            if generic is not None and self._t(generic).rsplit(".", 1)[-1] in ("Optional", "Union"):
                 return [
                     v for c in node.named_children[1:] for v in self._annotation(c, scope, depth)
                 ]
@@ -770,10 +785,10 @@ class PythonExtractor:
             return False
         if node.type == "call":
             function = node.child_by_field_name("function")
-            return function is not None and _text(function) == "super"
+            return function is not None and self._t(function) == "super"
         if node.type != "identifier":
             return False
-        name = _text(node)
+        name = self._t(node)
         holder = self._lookup_scope(name, scope)
         return all(b.kind == "v" for b in holder.bindings.get(name, []))
 
@@ -786,13 +801,13 @@ class PythonExtractor:
         for symbol, (bases, scope, line) in self.class_bases.items():
             for base in bases:
                 values = self.eval(base, scope)
-                refs.append(self._reference("inherits", symbol, line, values, _text(base)))
+                refs.append(self._reference("inherits", symbol, line, values, self._t(base)))
         for site in self.sites:
             values = self.eval(site.callee, site.scope)
             confidence = SCOPED if self._direct(site.callee, site.scope) else FLOW
             # The callee as written names an unresolved edge: string literals in it are left
             # out (a key passed to a factory must not end up in the graph).
-            name = _STRINGS.sub('"…"', " ".join(_text(site.callee).split()))
+            name = _STRINGS.sub('"…"', " ".join(self._t(site.callee).split()))
             if len(name) > 200:
                 name = name[:197] + "..."
             refs.append(
