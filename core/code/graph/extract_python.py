@@ -42,6 +42,27 @@ _FUNCTIONISH = frozenset(
     {"identifier", "attribute", "lambda", "list", "tuple", "dictionary", "subscript"}
 )
 
+# The node kinds `_visit` does more for than visiting their children.
+_VISITED = frozenset(
+    {
+        "decorated_definition",
+        "class_definition",
+        "function_definition",
+        "lambda",
+        "import_statement",
+        "import_from_statement",
+        "future_import_statement",
+        "global_statement",
+        "nonlocal_statement",
+        "assignment",
+        "for_statement",
+        "for_in_clause",
+        "as_pattern",
+        "return_statement",
+        "call",
+    }
+)
+
 V = tuple[Any, ...]  # a value while extracting (a tuple: hashable); stored as lists
 
 
@@ -191,6 +212,11 @@ class PythonExtractor:
 
     def _visit(self, node: Node, scope: _Scope) -> None:
         kind = node.type
+        if kind not in _VISITED:  # most nodes: only their children bind or call
+            for child in node.named_children:
+                if child.named_child_count or child.type == "lambda":
+                    self._visit(child, scope)
+            return
         if kind == "decorated_definition":
             definition = node.child_by_field_name("definition")
             decorators = [c for c in node.named_children if c.type == "decorator"]
