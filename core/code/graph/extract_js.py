@@ -26,6 +26,7 @@ from core.code.graph.model import (
     FileFacts,
     Reference,
     RefKind,
+    capped,
 )
 
 if TYPE_CHECKING:
@@ -545,7 +546,7 @@ class JsExtractor:
             return frozenset()
         self._active.add(key)
         try:
-            found = frozenset(list(self._eval(node, scope, depth + 1))[:MAX_VALUES])
+            found = frozenset(capped(list(self._eval(node, scope, depth + 1)), MAX_VALUES))
         finally:
             self._active.discard(key)
         self._memo[key] = found

@@ -28,6 +28,7 @@ from core.code.graph.model import (
     FileFacts,
     Reference,
     RefKind,
+    capped,
 )
 
 if TYPE_CHECKING:
@@ -625,7 +626,7 @@ class PythonExtractor:
         self._memo[key] = frozenset()  # a cycle evaluates to nothing
         values = self._eval(node, scope, depth + 1)
         items = values if isinstance(values, list) else list(values)
-        result = frozenset(items[:MAX_VALUES])
+        result = frozenset(capped(items, MAX_VALUES))
         self._memo[key] = result
         return result
 
@@ -739,7 +740,7 @@ class PythonExtractor:
                 values += self._binding_values(binding, depth)
         if elements:
             values.append(("L", tuple(elements)))
-        result = frozenset(values[:MAX_VALUES])
+        result = frozenset(capped(values, MAX_VALUES))
         self._names[key] = result
         return result
 

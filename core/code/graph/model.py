@@ -15,8 +15,9 @@ them once every file of the repository is known.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 EdgeKind = Literal["calls", "inherits", "implements", "imports", "contains"]
 EDGE_KINDS: tuple[EdgeKind, ...] = ("calls", "inherits", "implements", "imports", "contains")
@@ -139,3 +140,16 @@ class Edge:
             "target": target,
             "confidence": round(self.confidence, 3),
         }
+
+
+T = TypeVar("T")
+
+
+def capped(values: Sequence[T], limit: int) -> list[T]:
+    """At most `limit` of `values`, the same ones in every process: extractors gather values in
+    sets, whose order follows hashes that differ between runs (hash(None) is its address on
+    3.11), so a cut in iteration order kept different values, and made different edges, each
+    time."""
+    if len(values) <= limit:
+        return list(values)
+    return sorted(values, key=repr)[:limit]
