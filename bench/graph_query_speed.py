@@ -25,12 +25,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.machine import append_section, machine_facts, peak_rss_mb  # noqa: E402
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+from bench.machine import (  # noqa: E402
+    append_section,
+    machine_facts,
+    peak_rss_mb,
+    percentile,
+)
 
 
 async def measure(data: Path, runs: int) -> tuple[list[str], dict[str, str]]:
@@ -68,8 +68,8 @@ async def measure(data: Path, runs: int) -> tuple[list[str], dict[str, str]]:
                 times["with picture"].append((time.perf_counter() - start) * 1000)
     await db.dispose()
     rows = [
-        f"| {label} | {len(values)} | {statistics.median(values):.0f} | {pct(values, 0.95):.0f} "
-        f"| {max(values):.0f} |"
+        f"| {label} | {len(values)} | {statistics.median(values):.0f} "
+        f"| {percentile(values, 95):.0f} | {max(values):.0f} |"
         for label, values in times.items()
         if values
     ]

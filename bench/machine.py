@@ -4,10 +4,12 @@ the commit, so each script reports them the same way through here."""
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import resource
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,3 +81,9 @@ def append_section(path: Path, text: str) -> None:
     sep = "" if not existing or existing.endswith("\n\n") else "\n"
     with path.open("a", encoding="utf-8") as out:
         out.write(sep + text)
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """Nearest-rank percentile (`p` in percent), as every bench here reports them."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]

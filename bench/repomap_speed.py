@@ -29,18 +29,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.machine import append_section, machine_facts, peak_rss_mb  # noqa: E402
+from bench.machine import (  # noqa: E402
+    append_section,
+    machine_facts,
+    peak_rss_mb,
+    percentile,
+)
 
 CONVERSATIONS = [
     ("no file or symbol named", "how is this project organised?"),
     ("a symbol", "who calls `Client.send` and what does it call?"),
     ("a file", "explain httpx/_client.py"),
 ]
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def measure(data: Path, runs: int) -> tuple[list[str], dict[str, str]]:
@@ -85,7 +85,7 @@ async def measure(data: Path, runs: int) -> tuple[list[str], dict[str, str]]:
             assert built is not None
             rows.append(
                 f"| {label} | {'cold' if cold else 'warm'} | {statistics.median(times):.0f} | "
-                f"{pct(times, 0.95):.0f} | {max(times):.0f} | {built.tokens}/{built.budget} | "
+                f"{percentile(times, 95):.0f} | {max(times):.0f} | {built.tokens}/{built.budget} | "
                 f"{len(built.files)} | {sum(len(f.definitions) for f in built.files)} |"
             )
             print(rows[-1], flush=True)

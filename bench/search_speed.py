@@ -49,7 +49,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import os
 import random
 import re
@@ -76,6 +75,7 @@ from bench.machine import (  # noqa: E402
     load_avg,
     nproc,
     peak_rss_mb,
+    percentile,
     python_version,
     rss_mb,
     threadline_version,
@@ -160,19 +160,13 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 # -- statistics -----------------------------------------------------------------------------------
 
 
-def pct(values: Sequence[float], p: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
-
-
 def dist(values: Sequence[float]) -> dict[str, float]:
     return {
         "n": len(values),
         "mean": statistics.mean(values),
-        "p50": pct(values, 50),
-        "p95": pct(values, 95),
-        "p99": pct(values, 99),
+        "p50": percentile(values, 50),
+        "p95": percentile(values, 95),
+        "p99": percentile(values, 99),
         "max": max(values),
     }
 

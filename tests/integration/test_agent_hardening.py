@@ -236,7 +236,9 @@ async def test_zero_negative_or_missing_usage_is_charged_the_local_estimate(
     assert answers < 10  # a 1,500-token budget runs out: answers are never free
     records = await rows(bot, UsageRecord)
     assert records and all(r.prompt_tokens > 0 and r.completion_tokens > 0 for r in records)
-    assert all(q.used >= 0 and q.reserved == 0 for q in await rows(bot, QuotaUsage))
+    quotas = await rows(bot, QuotaUsage)
+    assert {q.used for q in quotas} == {sum(r.prompt_tokens + r.completion_tokens for r in records)}
+    assert all(q.reserved == 0 for q in quotas)
 
 
 # -- the per-request deadline ----------------------------------------------------------------

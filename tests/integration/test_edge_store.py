@@ -48,6 +48,7 @@ async def test_a_reopened_store_has_its_points(tmp_path: Path) -> None:
     await store.upsert(corpus(SOURCE_FILES))
     digests = await store.point_digests()
     before = await store.search("retry the webhook", repos=["api"], k=5)
+    assert before  # the comparison after reopening means something
     generation = shard_generation(tmp_path / store.collection)
     await store.close()
     assert generation is not None

@@ -3,46 +3,19 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from core.code.graph.build import graph_of_files
 from core.code.graph.extract import extract, graph_language
-from core.code.graph.model import Edge, FileFacts
-
-FIXTURES = Path(__file__).resolve().parents[2] / "bench" / "graph_fixtures" / "go"
+from core.code.graph.model import FileFacts
+from tests.graph_cases import assert_fixture_resolves_exactly, calls, edges_of, fixture_cases
 
 GO_MOD = "module example.com/shop\n\ngo 1.22\n"
 
 
-def edges_of(sources: dict[str, str]) -> list[Edge]:
-    return graph_of_files({p: t.encode() for p, t in sources.items()})
-
-
-def calls(sources: dict[str, str]) -> set[tuple[str, str]]:
-    return {
-        (f"{e.source_path}:{e.source_symbol}", f"{e.target_path}:{e.target_symbol}")
-        if e.target_path is not None
-        else (f"{e.source_path}:{e.source_symbol}", f"?{e.target_name}")
-        for e in edges_of(sources)
-        if e.kind == "calls"
-    }
-
-
-@pytest.mark.parametrize("case", sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()))
+@pytest.mark.parametrize("case", fixture_cases("go"))
 def test_bench_fixtures_resolve_exactly(case: str) -> None:
-    folder = FIXTURES / case
-    expected = json.loads((folder / "expected.json").read_text())
-    sources = {
-        p.relative_to(folder).as_posix(): p.read_text()
-        for p in folder.rglob("*")
-        if p.is_file() and p.name != "expected.json"
-    }
-    found = calls(sources)
-    assert {e for e in found if not e[1].startswith("?")} == {(a, b) for a, b in expected["calls"]}
-    for source, name in expected.get("external", []):
-        assert (source, f"?{name}") in found
+    assert_fixture_resolves_exactly(case)
 
 
 def test_go_files_and_go_mod_are_read() -> None:

@@ -25,8 +25,9 @@ from core.code.graph.model import (
     Definition,
     FileFacts,
     Reference,
-    RefKind,
     capped,
+    reference,
+    stored,
 )
 
 if TYPE_CHECKING:
@@ -727,17 +728,15 @@ class JsExtractor:
             for base in extends:
                 values = self.eval(base, scope)
                 bases += values
-                refs.append(self._reference("inherits", symbol, line, values, _text(base)))
+                refs.append(reference("inherits", symbol, line, values, _text(base), SCOPED))
             for iface in implements:
                 values = self.eval(iface, scope)
-                refs.append(self._reference("implements", symbol, line, values, _text(iface)))
+                refs.append(reference("implements", symbol, line, values, _text(iface), SCOPED))
             members = {
-                name: self._stored(
-                    frozenset(v for b in bindings for v in self._binding_values(b, 0))
-                )
+                name: stored(frozenset(v for b in bindings for v in self._binding_values(b, 0)))
                 for name, bindings in self.members.get(symbol, {}).items()
             }
-            classes[symbol] = ClassFacts(self._stored(frozenset(bases)), members)
+            classes[symbol] = ClassFacts(stored(frozenset(bases)), members)
         for site in self.sites:
             values = self.eval(site.callee, site.scope)
             confidence = SCOPED if self._direct(site.callee, site.scope) else FLOW
@@ -745,21 +744,17 @@ class JsExtractor:
             name = _STRINGS.sub('"…"', " ".join(_text(site.callee).split()))
             if len(name) > 200:
                 name = name[:197] + "..."
-            refs.append(
-                self._reference("calls", site.scope.symbol, site.line, values, name, confidence)
-            )
+            refs.append(reference("calls", site.scope.symbol, site.line, values, name, confidence))
         scope = self.module_scope
         names = {
-            name: self._stored(self.lookup(name, scope))
+            name: stored(self.lookup(name, scope))
             for name in scope.bindings
             if not any(b.kind == "p" for b in scope.bindings[name])
         }
         for name, bindings in self.exports.items():
-            names[name] = self._stored(
-                frozenset(v for b in bindings for v in self._binding_values(b, 0))
-            )
+            names[name] = stored(frozenset(v for b in bindings for v in self._binding_values(b, 0)))
         returns = {
-            symbol: self._stored(frozenset(v for b in bindings for v in self._binding_values(b, 0)))
+            symbol: stored(frozenset(v for b in bindings for v in self._binding_values(b, 0)))
             for symbol, bindings in self.returns.items()
         }
         return FileFacts(
@@ -773,21 +768,6 @@ class JsExtractor:
             stars=self.stars,
             references=refs,
         )
-
-    @staticmethod
-    def _stored(values: frozenset[V]) -> list[Any]:
-        return sorted(values, key=repr)[:MAX_VALUES]
-
-    def _reference(
-        self,
-        kind: RefKind,
-        source: str,
-        line: int,
-        values: frozenset[V],
-        name: str,
-        confidence: float = SCOPED,
-    ) -> Reference:
-        return Reference(kind, source, line, tuple(self._stored(values)), name, confidence)
 
 
 def extract_js(path: str, source: bytes, language: str) -> FileFacts:

@@ -27,8 +27,9 @@ from core.code.graph.model import (
     Definition,
     FileFacts,
     Reference,
-    RefKind,
     capped,
+    reference,
+    stored,
 )
 
 if TYPE_CHECKING:
@@ -828,7 +829,7 @@ class PythonExtractor:
         for symbol, (bases, scope, line) in self.class_bases.items():
             for base in bases:
                 values = self.eval(base, scope)
-                refs.append(self._reference("inherits", symbol, line, values, self._t(base)))
+                refs.append(reference("inherits", symbol, line, values, self._t(base), SCOPED))
         for site in self.sites:
             values = self.eval(site.callee, site.scope)
             confidence = SCOPED if self._direct(site.callee, site.scope) else FLOW
@@ -837,25 +838,21 @@ class PythonExtractor:
             name = _STRINGS.sub('"…"', " ".join(self._t(site.callee).split()))
             if len(name) > 200:
                 name = name[:197] + "..."
-            refs.append(
-                self._reference("calls", site.scope.symbol, site.line, values, name, confidence)
-            )
+            refs.append(reference("calls", site.scope.symbol, site.line, values, name, confidence))
         classes: dict[str, ClassFacts] = {}
         for symbol, scope in self.class_scopes.items():
             bases, outer, _ = self.class_bases[symbol]
-            members = {name: self._stored(self.lookup(name, scope)) for name in scope.bindings}
+            members = {name: stored(self.lookup(name, scope)) for name in scope.bindings}
             for attr, bindings in self.self_attrs.get(symbol, {}).items():
                 assigned = [v for b in bindings for v in self._binding_values(b, 0)]
-                members.setdefault(attr, []).extend(self._stored(frozenset(assigned)))
+                members.setdefault(attr, []).extend(stored(frozenset(assigned)))
             classes[symbol] = ClassFacts(
                 [v for base in bases for v in self.eval(base, outer)], members
             )
         module_scope = self.module_scope
-        names = {
-            name: self._stored(self.lookup(name, module_scope)) for name in module_scope.bindings
-        }
+        names = {name: stored(self.lookup(name, module_scope)) for name in module_scope.bindings}
         returns = {
-            symbol: self._stored(frozenset(v for b in bindings for v in self._binding_values(b, 0)))
+            symbol: stored(frozenset(v for b in bindings for v in self._binding_values(b, 0)))
             for symbol, bindings in self.returns.items()
         }
         return FileFacts(
@@ -869,22 +866,6 @@ class PythonExtractor:
             stars=self.stars,
             references=refs,
         )
-
-    @staticmethod
-    def _stored(values: frozenset[V]) -> list[Any]:
-        # Tuples: JSON writes them as arrays, and the resolver reads either.
-        return sorted(values, key=repr)[:MAX_VALUES]
-
-    def _reference(
-        self,
-        kind: RefKind,
-        source: str,
-        line: int,
-        values: frozenset[V],
-        name: str,
-        confidence: float = SCOPED,
-    ) -> Reference:
-        return Reference(kind, source, line, tuple(self._stored(values)), name, confidence)
 
 
 def extract_python(path: str, source: bytes) -> FileFacts:

@@ -15,7 +15,7 @@ them once every file of the repository is known.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -119,6 +119,11 @@ class Edge:
     target_name: str  # the qualified symbol when resolved, else the name as written
     confidence: float
 
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """What makes two edges the same edge (a call made twice on one line is one edge)."""
+        return (self.kind, self.source_symbol, self.source_line, self.target_path, self.target_name)
+
     def as_json(self) -> dict[str, Any]:
         """The shape `threadline graph --edges --json` prints (documented in the README)."""
         target: dict[str, Any]
@@ -153,3 +158,18 @@ def capped(values: Sequence[T], limit: int) -> list[T]:
     if len(values) <= limit:
         return list(values)
     return sorted(values, key=repr)[:limit]
+
+
+STORED_VALUES = 16  # values kept per name, base or call target in the stored facts
+
+
+def stored(values: Iterable[Any]) -> list[Any]:
+    """Values as the facts store them: sorted (the same in every process) and at most
+    `STORED_VALUES`. Tuples: JSON writes them as arrays, and the resolver reads either."""
+    return sorted(values, key=repr)[:STORED_VALUES]
+
+
+def reference(
+    kind: RefKind, source: str, line: int, values: Iterable[Any], name: str, confidence: float
+) -> Reference:
+    return Reference(kind, source, line, tuple(stored(values)), name, confidence)

@@ -312,13 +312,7 @@ class Resolver:
         seen: set[tuple[Any, ...]] = set()
         for ref in facts.references:
             for edge in self._ref_edges(path, ref):
-                key = (
-                    edge.kind,
-                    edge.source_symbol,
-                    edge.source_line,
-                    edge.target_path,
-                    edge.target_name,
-                )
+                key = edge.key
                 if key not in seen:
                     seen.add(key)
                     out.append(edge)

@@ -324,13 +324,7 @@ class GoResolver:
                     )
                 ]
             for edge in edges:
-                key = (
-                    edge.kind,
-                    edge.source_symbol,
-                    edge.source_line,
-                    edge.target_path,
-                    edge.target_name,
-                )
+                key = edge.key
                 if key not in seen:
                     seen.add(key)
                     out.append(edge)

@@ -347,13 +347,7 @@ class JavaResolver:
                     target[1],
                     ref.confidence,
                 )
-            key = (
-                edge.kind,
-                edge.source_symbol,
-                edge.source_line,
-                edge.target_path,
-                edge.target_name,
-            )
+            key = edge.key
             if key not in seen:
                 seen.add(key)
                 out.append(edge)
