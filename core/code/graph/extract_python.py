@@ -66,6 +66,7 @@ _VISITED = frozenset(
 )
 
 V = tuple[Any, ...]  # a value while extracting (a tuple: hashable); stored as lists
+_NOTHING: frozenset[V] = frozenset()
 
 
 def module_name(path: str) -> tuple[str, bool]:
@@ -165,8 +166,16 @@ class PythonExtractor:
         self.stars: list[str] = []
         self.lambda_names: dict[int, str] = {}
         self.arguments: dict[tuple[str, str], list[_Binding]] = {}
+        # Evaluations are memoized twice: `_memo`/`_names` for this flow round only (values
+        # that read a parameter, or were cut short by a cycle or the depth limit), and
+        # `_stable`/`_stable_names` for the whole file (values that did neither are the same
+        # in every round, and most values are such). `_tainted` says whether the evaluation
+        # under way has read a round-only value.
         self._memo: dict[tuple[int, int], frozenset[V]] = {}
         self._names: dict[tuple[int, str], frozenset[V]] = {}
+        self._stable: dict[tuple[int, int], frozenset[V]] = {}
+        self._stable_names: dict[tuple[int, str], frozenset[V]] = {}
+        self._tainted = False
         self._function_scopes: dict[str, _Scope] = {}
         self._last_symbol: str | None = None
         self._texts: dict[int, str] = {}
@@ -619,16 +628,28 @@ class PythonExtractor:
 
     def eval(self, node: Node, scope: _Scope, depth: int = 0) -> frozenset[V]:
         key = (node.id, id(scope))
-        cached = self._memo.get(key)
+        cached = self._stable.get(key)
         if cached is not None:
             return cached
+        memo = self._memo
+        cached = memo.get(key)
+        if cached is not None:  # a round-only value, or a cycle's placeholder
+            self._tainted = True
+            return cached
         if depth > MAX_DEPTH:
-            return frozenset()
-        self._memo[key] = frozenset()  # a cycle evaluates to nothing
+            self._tainted = True
+            return _NOTHING
+        memo[key] = _NOTHING  # a cycle evaluates to nothing
+        outer, self._tainted = self._tainted, False
         values = self._eval(node, scope, depth + 1)
         items = values if isinstance(values, list) else list(values)
         result = frozenset(capped(items, MAX_VALUES))
-        self._memo[key] = result
+        if self._tainted:
+            memo[key] = result
+        else:
+            del memo[key]
+            self._stable[key] = result
+        self._tainted = outer or self._tainted
         return result
 
     def _eval(self, node: Node, scope: _Scope, depth: int) -> Iterable[V]:
@@ -725,10 +746,16 @@ class PythonExtractor:
         if name not in holder.bindings:
             return frozenset({("n", name)})
         key = (id(holder), name)
-        cached = self._names.get(key)
+        cached = self._stable_names.get(key)
         if cached is not None:
             return cached
-        self._names[key] = frozenset()
+        names = self._names
+        cached = names.get(key)
+        if cached is not None:  # a round-only value, or a cycle's placeholder
+            self._tainted = True
+            return cached
+        names[key] = _NOTHING
+        outer, self._tainted = self._tainted, False
         values: list[V] = []
         elements: list[tuple[Any, V]] = []
         for binding in holder.bindings[name]:
@@ -742,7 +769,12 @@ class PythonExtractor:
         if elements:
             values.append(("L", tuple(elements)))
         result = frozenset(capped(values, MAX_VALUES))
-        self._names[key] = result
+        if self._tainted:
+            names[key] = result
+        else:
+            del names[key]
+            self._stable_names[key] = result
+        self._tainted = outer or self._tainted
         return result
 
     def _binding_values(self, binding: _Binding, depth: int) -> list[V]:
@@ -750,6 +782,7 @@ class PythonExtractor:
             assert binding.value is not None
             return [binding.value]
         if binding.kind == "p":
+            self._tainted = True  # what reaches a parameter changes from round to round
             symbol, name = binding.key
             return [
                 v
