@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -33,13 +34,14 @@ from core.code.graph.model import (
 )
 
 if TYPE_CHECKING:
-    from tree_sitter import Node
+    from tree_sitter import Language, Node
 
 MAX_VALUES = 16  # per name: a name assigned more often than that is not followed further
 MAX_DEPTH = 40
 ROUNDS = 2  # parameter flow: a function passed through two calls is still followed
 
 _STRINGS = re.compile(r"""[rbfuRBFU]*("|')(?:\\.|(?!\1).)*\1""")
+_PLAIN = re.compile(r"[\w.]*")  # no string literal and no whitespace: a name as it is
 _FUNCTIONISH = frozenset(
     {"identifier", "attribute", "lambda", "list", "tuple", "dictionary", "subscript"}
 )
@@ -64,6 +66,15 @@ _VISITED = frozenset(
         "call",
     }
 )
+
+
+@cache
+def _visited_ids(language: Language) -> frozenset[int]:
+    """The kind ids of the named nodes in `_VISITED` (an id compares faster than a type
+    string, which tree-sitter decodes anew each time)."""
+    ids = (language.id_for_node_kind(kind, True) for kind in _VISITED)
+    return frozenset(i for i in ids if i is not None)
+
 
 V = tuple[Any, ...]  # a value while extracting (a tuple: hashable); stored as lists
 _NOTHING: frozenset[V] = frozenset()
@@ -179,11 +190,15 @@ class PythonExtractor:
         self._function_scopes: dict[str, _Scope] = {}
         self._last_symbol: str | None = None
         self._texts: dict[int, str] = {}
+        self._ascii: str | None = source.decode("ascii") if source.isascii() else None
 
     def _t(self, node: Node | None) -> str:
-        """`_text(node)`, decoded once per node (expressions are evaluated in every round)."""
+        """`_text(node)`: a slice of the decoded source when it is ASCII (byte offsets are then
+        character offsets), else decoded once per node."""
         if node is None:
             return ""
+        if self._ascii is not None:
+            return self._ascii[node.start_byte : node.end_byte]
         key = node.id
         text = self._texts.get(key)
         if text is None:
@@ -195,7 +210,9 @@ class PythonExtractor:
     def extract(self) -> FileFacts:
         from core.code.languages import parser_for
 
-        tree = parser_for("python").parse(self.source)
+        parser = parser_for("python")
+        self._visited_ids = _visited_ids(parser.language)
+        tree = parser.parse(self.source)
         root = tree.root_node
         module = _Scope("module", MODULE, None)
         self.module_scope = module
@@ -217,16 +234,20 @@ class PythonExtractor:
         return symbol
 
     def _visit_block(self, node: Node, scope: _Scope) -> None:
+        """`_visit` each node under `node` whose kind binds or calls, in source order, and
+        nothing below it (its own `_visit` goes on where it should, in the right scope)."""
+        visited = self._visited_ids
         for child in node.named_children:
-            if child.named_child_count or child.type == "lambda":  # leaves bind and call nothing
+            # Kind ids, not type strings: tree-sitter makes a new string at each `.type`.
+            if child.kind_id in visited:
                 self._visit(child, scope)
+            elif child.named_child_count:  # leaves bind and call nothing
+                self._visit_block(child, scope)
 
     def _visit(self, node: Node, scope: _Scope) -> None:
         kind = node.type
         if kind not in _VISITED:  # most nodes: only their children bind or call
-            for child in node.named_children:
-                if child.named_child_count or child.type == "lambda":
-                    self._visit(child, scope)
+            self._visit_block(node, scope)
             return
         if kind == "decorated_definition":
             definition = node.child_by_field_name("definition")
@@ -868,7 +889,9 @@ class PythonExtractor:
             confidence = SCOPED if self._direct(site.callee, site.scope) else FLOW
             # The callee as written names an unresolved edge: string literals in it are left
             # out (a key passed to a factory must not end up in the graph).
-            name = _STRINGS.sub('"…"', " ".join(self._t(site.callee).split()))
+            name = self._t(site.callee)
+            if not _PLAIN.fullmatch(name):  # most callees are dotted names: nothing to tidy
+                name = _STRINGS.sub('"…"', " ".join(name.split()))
             if len(name) > 200:
                 name = name[:197] + "..."
             refs.append(reference("calls", site.scope.symbol, site.line, values, name, confidence))

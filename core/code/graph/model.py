@@ -166,7 +166,10 @@ STORED_VALUES = 16  # values kept per name, base or call target in the stored fa
 def stored(values: Iterable[Any]) -> list[Any]:
     """Values as the facts store them: sorted (the same in every process) and at most
     `STORED_VALUES`. Tuples: JSON writes them as arrays, and the resolver reads either."""
-    return sorted(values, key=repr)[:STORED_VALUES]
+    items = list(values)
+    if len(items) < 2:  # most names and calls have one value: no repr to sort by
+        return items
+    return sorted(items, key=repr)[:STORED_VALUES]
 
 
 def reference(
