@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from core.code.repos import RepoStore
     from core.code.search import CodeSearch
     from core.code.vectors import VectorStore
+    from core.skills.service import Skills
 
 
 @dataclass
@@ -34,6 +35,7 @@ class App:
     repos: RepoStore
     search: CodeSearch
     indexer: Indexer
+    skills: Skills
 
     async def aclose(self) -> None:
         if self.model is not None:
@@ -75,6 +77,11 @@ def build_app(
     from core.prompt import PromptBuilder
     from core.quotas import QuotaLedger
     from core.service import Limits
+    from core.skills.commands import skill_commands
+    from core.skills.index import SkillRanker
+    from core.skills.library import SkillLibrary, default_folders
+    from core.skills.service import Skills, SkillsConfig
+    from core.skills.tools import skill_tools
     from core.tools.audit import AuditLog
     from core.tools.builtin import builtin_tools
     from core.tools.dispatcher import Dispatcher
@@ -94,13 +101,29 @@ def build_app(
         generation=vector_store_generation(settings, embedder),
     )
     indexer = Indexer(db, search)
+    # Skills load on first use (they read files); the ranker shares the code search embedder.
+    tool_names: list[str] = []
+    skills = Skills(
+        SkillLibrary(default_folders(settings.skills_dirs, examples=settings.skills_examples)),
+        db,
+        SkillRanker(embedder),
+        SkillsConfig(index_share=settings.skills_index_share),
+        tool_names=lambda: tool_names,
+    )
     if model is None:
         model = _configured_model(settings)
     agent = None
     if model is not None:
         registry = ToolRegistry(
-            [*builtin_tools(), *memory_tools(memory), *code_tools(repos, search), *extra_tools]
+            [
+                *builtin_tools(),
+                *memory_tools(memory),
+                *code_tools(repos, search),
+                *skill_tools(skills),
+                *extra_tools,
+            ]
         )
+        tool_names.extend(registry.names())
         dispatcher = Dispatcher(
             registry,
             AuditLog(db),
@@ -117,14 +140,22 @@ def build_app(
             prompt=PromptBuilder(persona=settings.persona),
             memory=memory,
             code_map=RepoMaps(repos),
+            skills=skills,
             clock=clock,
             deadline=settings.request_deadline,
         )
     metrics = Metrics() if with_metrics else None
+    skills_cmds, run_skill_by_name = skill_commands(skills)
     core = Core(
         policy=policy,
         commands=CommandRegistry(
-            [*builtin_commands(), *memory_commands(memory), *code_commands(repos, indexer)]
+            [
+                *builtin_commands(),
+                *memory_commands(memory),
+                *code_commands(repos, indexer),
+                *skills_cmds,
+            ],
+            fallback=run_skill_by_name,
         ),
         quotas=quotas,
         usage=usage,
@@ -144,6 +175,7 @@ def build_app(
         repos=repos,
         search=search,
         indexer=indexer,
+        skills=skills,
     )
 
 

@@ -111,17 +111,29 @@ def build_parser() -> argparse.ArgumentParser:
         "--tokens", type=int, help="budget (default 1024 with a file focus, else 2048)"
     )
     code_map.add_argument("--json", action="store_true", help="print JSON")
+    skills = sub.add_parser("skills", help="team skills (SKILL.md playbooks)")
+    skills_sub = skills.add_subparsers(dest="skills_command", required=True, metavar="ACTION")
+    skills_check = skills_sub.add_parser(
+        "check", help="check skill folders; exit 1 when a skill has errors"
+    )
+    skills_check.add_argument(
+        "dirs", nargs="*", metavar="DIR", help="folders to check (default: the configured ones)"
+    )
     return parser
 
 
 # Filesystem paths keep their exact bytes: `os` functions round-trip surrogateescape'd names.
-_PATH_ARGUMENTS = frozenset({"source"})
+_PATH_ARGUMENTS = frozenset({"source", "dirs"})
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _valid_text_arguments(args)
     _valid_output(as_json=bool(getattr(args, "json", False)))
+    if args.command == "skills" and args.dirs:  # a folder of skills needs no configuration
+        from bot.skills_cli import check
+
+        return check(args.dirs, None)
     try:
         settings = _load_settings()
     except ValueError as exc:
@@ -133,6 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     quiet = interactive and not args.verbose
     _configure_logging("WARNING" if quiet else settings.log_level)
     try:
+        if args.command == "skills":
+            from bot.skills_cli import check
+
+            return check([], settings)
         if args.command == "search":
             answered = _search_through_holder(args, settings)
             if answered is not None:

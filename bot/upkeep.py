@@ -1,5 +1,10 @@
 """Background upkeep of long-running processes (`run`, `serve`, `worker`).
 
+Skills follow their files: every `SKILLS_CHECK_EVERY` seconds the skill folders' and SKILL.md
+files' modification times are compared with the loaded set (a few `stat` calls, in a worker
+thread), and a change reloads them, so an edited playbook is used without a restart and no
+request ever waits on the disk for it.
+
 Vectors catch up with chunks: an index whose embedding failed (a Qdrant server or an
 embeddings endpoint was down, the store was being handed over between processes) leaves files
 and chunks indexed but vectors behind, and a new or rebuilt embedded shard starts empty. Every
@@ -22,6 +27,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 VECTOR_CATCH_UP_EVERY = 60.0
+SKILLS_CHECK_EVERY = 2.0
 
 
 async def catch_up_vectors(app: App) -> int:
@@ -55,5 +61,28 @@ async def keep_vectors_in_step(app: App, every: float = VECTOR_CATCH_UP_EVERY) -
             log.exception("catching up vectors failed")
 
 
+async def refresh_skills(app: App) -> bool:
+    """One check: reload the skills if their files changed; True if they did."""
+    changed = await asyncio.to_thread(app.skills.library.refresh)
+    if changed:
+        log.info("skills reloaded: %d loaded", len(app.skills.library.all()))
+    return changed
+
+
+async def keep_skills_fresh(app: App, every: float = SKILLS_CHECK_EVERY) -> None:
+    while True:
+        await asyncio.sleep(every)
+        try:
+            await refresh_skills(app)
+        except Exception:
+            log.exception("checking the skill folders failed")
+
+
+async def upkeep(app: App) -> None:
+    async with asyncio.TaskGroup() as tasks:
+        tasks.create_task(keep_vectors_in_step(app))
+        tasks.create_task(keep_skills_fresh(app))
+
+
 def start_upkeep(app: App) -> asyncio.Task[None]:
-    return asyncio.get_running_loop().create_task(keep_vectors_in_step(app), name="upkeep")
+    return asyncio.get_running_loop().create_task(upkeep(app), name="upkeep")

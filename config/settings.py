@@ -292,6 +292,21 @@ class Settings(BaseSettings):
         validation_alias=_alias("THREADLINE_REQUEST_DEADLINE", "request_deadline"),
     )
     persona: str = Field("", validation_alias=_alias("THREADLINE_PERSONA", "persona"))
+    # Skill folders searched before ./skills and the shipped examples (comma-separated).
+    skills_dirs: Annotated[tuple[Path, ...], NoDecode] = Field(
+        (), validation_alias=_alias("THREADLINE_SKILLS_DIRS", "skills_dirs")
+    )
+    # The example skills shipped with Threadline (incident triage, release notes, review).
+    skills_examples: bool = Field(
+        True, validation_alias=_alias("THREADLINE_SKILLS_EXAMPLES", "skills_examples")
+    )
+    # Share of the model's context window the skills index may take (0.01 = 1%).
+    skills_index_share: float = Field(
+        0.01,
+        gt=0,
+        le=0.25,
+        validation_alias=_alias("THREADLINE_SKILLS_INDEX_SHARE", "skills_index_share"),
+    )
     log_level: str = Field("INFO", validation_alias=_alias("THREADLINE_LOG_LEVEL", "log_level"))
 
     llm_provider: str | None = None
@@ -384,6 +399,16 @@ class Settings(BaseSettings):
     @classmethod
     def _id_list(cls, value: object, info: Any) -> tuple[int, ...]:
         return parse_id_list(value, info.field_name.upper())
+
+    @field_validator("skills_dirs", mode="before")
+    @classmethod
+    def _paths(cls, value: object) -> tuple[Path, ...]:
+        if value is None:
+            return ()
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list | tuple):
+            raise ValueError("THREADLINE_SKILLS_DIRS must be a comma-separated list of folders")
+        return tuple(Path(str(i).strip()) for i in items if str(i).strip())
 
     @field_validator("discord_upload_limit", mode="before")
     @classmethod
@@ -497,6 +522,9 @@ _ENV_NAMES = {
     "tool_max_result_chars": "THREADLINE_TOOL_MAX_RESULT_CHARS",
     "request_deadline": "THREADLINE_REQUEST_DEADLINE",
     "persona": "THREADLINE_PERSONA",
+    "skills_dirs": "THREADLINE_SKILLS_DIRS",
+    "skills_index_share": "THREADLINE_SKILLS_INDEX_SHARE",
+    "skills_examples": "THREADLINE_SKILLS_EXAMPLES",
     "log_level": "THREADLINE_LOG_LEVEL",
 }
 

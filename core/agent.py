@@ -9,7 +9,9 @@ settles with the provider's real usage afterwards, which also calibrates the tok
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -27,6 +29,7 @@ from core.prompt import PromptBuilder
 from core.quotas import BudgetExhausted, QuotaLedger, QuotaState
 from core.request import Progress, Reply, ToolCallRecord, Usage
 from core.session import ToolSession
+from core.skills.service import LOAD_TOOL, SkillPrompt, Skills, load_text
 from core.store.engine import Database
 from core.tools.context import ToolContext
 from core.tools.dispatcher import Dispatcher, cap
@@ -89,6 +92,8 @@ class _Turn:
     summarize_failed: bool = False
     over_budget: bool = False  # the model proposed more tool calls than the budget allowed
     expires_at: datetime | None = None  # when this request's quota reservations lapse
+    skills: SkillPrompt | None = None  # what skills add to the prompt
+    thread_skills: list[str] = field(default_factory=list)  # loaded earlier in the thread
 
 
 class Agent:
@@ -104,6 +109,7 @@ class Agent:
         prompt: PromptBuilder,
         memory: Recall | None = None,
         code_map: CodeMap | None = None,
+        skills: Skills | None = None,
         counter: TokenCounter | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         deadline: float = DEFAULT_DEADLINE,
@@ -121,6 +127,7 @@ class Agent:
         self._prompt = prompt
         self._memory = memory
         self._code_map = code_map
+        self._skills = skills
         self._clock = clock
         spec = model.spec
         self.compaction = CompactionConfig(
@@ -130,8 +137,15 @@ class Agent:
         )
 
     async def answer(
-        self, session: ToolSession, text: str, progress: Progress | None = None
+        self,
+        session: ToolSession,
+        text: str,
+        progress: Progress | None = None,
+        *,
+        skills: Sequence[str] = (),
     ) -> Reply:
+        """Answer `text` in the session's thread. `skills` (a user ran `/skill NAME`) are
+        loaded before the model is called, so running one never depends on the model."""
         if not self._calibration_loaded:
             self._calibration_loaded = True
             await self._calibration.load(self.model.spec, self.counter)
@@ -145,6 +159,7 @@ class Agent:
                 history = await self._history.load(session.conversation)
                 memory = await self._recall(session, text)
                 code = await self._map(session, text, history)
+                await self._prepare_skills(session, text, turn, skills)
                 reply = await self._loop(session, history, turn, memory, progress, code)
         except TimeoutError:
             if not limit.expired():
@@ -167,6 +182,73 @@ class Agent:
             return None
         budget = memory_budget(self.compaction.window)
         return await self._memory.recall(session, text, budget, self.counter.count_text)
+
+    async def _prepare_skills(
+        self, session: ToolSession, text: str, turn: _Turn, explicit: Sequence[str]
+    ) -> None:
+        """The skills index and pinned skills for the prompt, the skills this thread loaded
+        before, and the skills the user asked for, loaded into the turn as if the model had
+        called load_skill (so the thread records them the same way)."""
+        skills = self._skills
+        if skills is None or not session.allows("skills.use"):
+            return
+        window = self.compaction.window
+        try:
+            turn.skills = await skills.prompt(session, text, window, self.counter.count_text)
+            turn.thread_skills = await skills.loaded_in_thread(session.conversation)
+        except Exception:  # a broken skills setup costs the skills, never the answer
+            log.warning("no skills for request %s", session.request_id, exc_info=True)
+        for name in explicit:
+            skill = skills.usable(session, name)
+            if skill is None:
+                continue
+            call_id = f"skill-{uuid.uuid4().hex[:16]}"
+            arguments = json.dumps({"name": skill.name})
+            turn.messages.append(
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        {
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": LOAD_TOOL, "arguments": arguments},
+                        }
+                    ],
+                }
+            )
+            content = cap(load_text(skill), self._max_tool_result_chars())
+            turn.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+            skills.narrow(session, skill)
+            await skills.record(session.conversation, skill.name)
+
+    def _skills_again(
+        self, session: ToolSession, turn: _Turn, conversation: Sequence[Message]
+    ) -> str | None:
+        if self._skills is None or not turn.thread_skills:
+            return None
+        return self._skills.reinjection(
+            session,
+            turn.thread_skills,
+            conversation,
+            self.compaction.window,
+            self.counter.count_text,
+            skip=turn.skills.pinned if turn.skills else (),
+        )
+
+    def _prefix(
+        self,
+        session: ToolSession,
+        turn: _Turn,
+        memory: str | None,
+        code: str | None,
+        again: str | None,
+    ) -> list[Message]:
+        sk = turn.skills
+        now = "\n\n".join(p for p in (sk.dynamic if sk else None, again) if p) or None
+        return self._prompt.prefix(
+            session, self._clock(), memory, code, skills=sk.stable if sk else None, skills_now=now
+        )
 
     async def _map(self, session: ToolSession, text: str, history: ThreadHistory) -> str | None:
         """The repo map for a code question; a failure costs the map, never the answer."""
@@ -208,9 +290,16 @@ class Agent:
             # instead of wasting steps on calls that would be refused.
             offer = step < max_steps and left > 0
             tools = await self._dispatcher.registry.offered(session) if offer else None
-            prefix = self._prompt.prefix(session, self._clock(), memory, code)
+            again = self._skills_again(session, turn, [*history.messages, *turn.messages])
+            prefix = self._prefix(session, turn, memory, code, again)
             try:
                 history, conversation = await self._fit(session, prefix, history, turn, tools)
+                # Compaction may just have summarized the turn that loaded a skill: give it
+                # again in this very call, not only in the next one.
+                if self._skills_again(session, turn, conversation) != again:
+                    again = self._skills_again(session, turn, conversation)
+                    prefix = self._prefix(session, turn, memory, code, again)
+                    history, conversation = await self._fit(session, prefix, history, turn, tools)
                 completion = await self._call_model(session, [*prefix, *conversation], tools, turn)
             except BudgetExhausted as exc:
                 return self._reply(turn, self._exhausted_text(exc), ok=False)

@@ -7,10 +7,10 @@ in one `CommandRegistry`; later features add theirs the same way.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from core import messages
 from core.request import Reply
@@ -38,6 +38,12 @@ def parse(text: str) -> ParsedCommand | None:
     return ParsedCommand(name=head.lower(), args=rest[0].strip() if rest else "")
 
 
+class Ask(Protocol):
+    """Ask the agent, as a free-text message would; `skills` are loaded up front."""
+
+    def __call__(self, text: str, *, skills: Sequence[str] = ()) -> Awaitable[Reply]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class CommandContext:
     session: ToolSession
@@ -45,13 +51,15 @@ class CommandContext:
     quotas: QuotaLedger
     usage: UsageRecorder
     model_configured: bool
-    ask: Callable[[str], Awaitable[Reply]]
+    ask: Ask
     now: datetime
     # Short status lines for the thread while a long command runs (None: nobody listens).
     progress: Callable[[str], Awaitable[None]] | None = None
 
 
 Handler = Callable[[CommandContext, str], Awaitable[Reply]]
+# Answers a `/name` no command has (a skill of that name runs it); None: unknown command.
+Fallback = Callable[[CommandContext, "ParsedCommand"], Awaitable[Reply | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +75,9 @@ class Command:
 
 
 class CommandRegistry:
-    def __init__(self, commands: Iterable[Command] = ()) -> None:
+    def __init__(self, commands: Iterable[Command] = (), fallback: Fallback | None = None) -> None:
         self._commands: dict[str, Command] = {}
+        self.fallback = fallback
         for c in commands:
             self.add(c)
 
@@ -91,7 +100,8 @@ class CommandRegistry:
     async def run(self, ctx: CommandContext, parsed: ParsedCommand) -> Reply:
         command = self.get(parsed.name)
         if command is None:
-            return Reply(messages.unknown_command(parsed.name), ok=False)
+            reply = await self.fallback(ctx, parsed) if self.fallback is not None else None
+            return reply or Reply(messages.unknown_command(parsed.name), ok=False)
         if command.permission:
             ctx.session.require(command.permission)
         return await command.handler(ctx, parsed.args)

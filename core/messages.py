@@ -192,3 +192,24 @@ def human_size(size: int) -> str:
     if size < 1024 * 1024:
         return f"{size / 1024:.1f} KB"
     return f"{size / (1024 * 1024):.1f} MB"
+
+
+SKILLS_USAGE = "Usage: `/skills`, `/skills show NAME` or `/skills reload` (admins)."
+SKILL_USAGE = "Usage: `/skill NAME [what you need]` (see `/skills` for the names)."
+NO_SKILLS_HERE = "No skills are available in this channel."
+SKILLS_HINT = "Run one with `/skill NAME [text]` (or `/NAME [text]`); I also use them on my own."
+
+
+def unknown_skill(name: str) -> str:
+    return f"There is no skill `{name[:64]}` in this channel. `/skills` lists the ones there are."
+
+
+def skill_default_request(name: str) -> str:
+    return f"Follow the {name} skill."
+
+
+def skill_without_model(name: str) -> str:
+    return (
+        f"No language model is configured, so I cannot run the `{name}` skill for you; "
+        "here is the playbook itself:"
+    )

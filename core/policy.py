@@ -14,12 +14,17 @@ Format (TOML), documented in the README:
     deny = []
     budgets = { tokens_per_user_per_day = 500000 }
     repos = ["api", "web"]
+    skills = ["incident-triage"]
+    pinned_skills = ["incident-triage"]
+    model = "strong"
 
 Resolution: permissions start from the defaults; matching rules are applied from least to most
 specific (ties in file order), each adding its grants and then removing its denies, so the most
 specific rule has the last word. Each budget comes from the most specific matching rule that
 sets it (ties: later in the file), else from the defaults. `repos` (the code repositories a
-conversation may read; `"*"` = all) is resolved the same way as a budget.
+conversation may read; `"*"` = all), `skills` (the skills it may use; `"*"` = all),
+`pinned_skills` (loaded in full up front) and `model` (a `[providers.NAME]` of the settings
+file) are resolved the same way as a budget.
 """
 
 from __future__ import annotations
@@ -101,6 +106,7 @@ class Match(_Strict):
 
 
 ALL_REPOS = "*"
+ALL_SKILLS = "*"
 
 
 def _repo_names(value: list[str]) -> list[str]:
@@ -113,6 +119,25 @@ def _repo_names(value: list[str]) -> list[str]:
 RepoList = Annotated[list[str], BeforeValidator(_one_or_many), AfterValidator(_repo_names)]
 
 
+def _skill_names(value: list[str]) -> list[str]:
+    for name in value:
+        if not name.strip():
+            raise ValueError("skill names must not be empty")
+    return [name.strip().lower() for name in value]
+
+
+SkillList = Annotated[list[str], BeforeValidator(_one_or_many), AfterValidator(_skill_names)]
+
+
+def _model_name(value: str) -> str:
+    if not value.strip():
+        raise ValueError("the model must name a [providers.NAME] entry of the settings file")
+    return value.strip()
+
+
+ModelName = Annotated[str, AfterValidator(_model_name)]
+
+
 class Rule(_Strict):
     name: str = ""
     match: Match = Match()
@@ -120,12 +145,18 @@ class Rule(_Strict):
     deny: list[Permission] = []
     budgets: PartialBudgets = PartialBudgets()
     repos: RepoList | None = None  # None: this rule does not decide which repos are readable
+    skills: SkillList | None = None  # None: this rule does not decide which skills are usable
+    pinned_skills: SkillList | None = None
+    model: ModelName | None = None  # None: this rule does not choose the model
 
 
 class Defaults(_Strict):
     permissions: list[Permission] = ["ask"]
     budgets: Budgets = Budgets()
     repos: RepoList = [ALL_REPOS]
+    skills: SkillList = [ALL_SKILLS]
+    pinned_skills: SkillList = []
+    model: ModelName | None = None  # None: the configured default model
 
 
 class PolicyDocument(_Strict):
@@ -152,6 +183,9 @@ class Grant:
     budgets: Budgets
     rules: tuple[str, ...]
     repos: frozenset[str] = frozenset({ALL_REPOS})  # repository names; "*" = every repository
+    skills: frozenset[str] = frozenset({ALL_SKILLS})  # skill names; "*" = every skill
+    pinned_skills: tuple[str, ...] = ()
+    model: str | None = None  # a provider name; None = the default model
 
 
 def _matches(match: Match, who: Identity) -> bool:
@@ -204,18 +238,39 @@ class Policy:
         permissions = set(doc.defaults.permissions)
         budgets = doc.defaults.budgets.model_dump()
         repos = doc.defaults.repos
+        skills, pinned, model = doc.defaults.skills, doc.defaults.pinned_skills, doc.defaults.model
         for _, rule in matching:
             permissions.update(rule.grant)
             permissions.difference_update(rule.deny)
             budgets.update(rule.budgets.model_dump(exclude_none=True))
             if rule.repos is not None:  # like a budget: the most specific setter wins
                 repos = rule.repos
+            if rule.skills is not None:
+                skills = rule.skills
+            if rule.pinned_skills is not None:
+                pinned = rule.pinned_skills
+            if rule.model is not None:
+                model = rule.model
         return Grant(
             permissions=frozenset(permissions),
             budgets=Budgets.model_validate(budgets),
             rules=tuple(r.name or f"rule #{i + 1}" for i, r in matching),
             repos=frozenset(repos),
+            skills=frozenset(skills),
+            pinned_skills=tuple(dict.fromkeys(pinned)),
+            model=model,
         )
+
+    def models(self) -> list[tuple[str, str]]:
+        """(where, provider name) for every model the policy names, for start-up checks."""
+        named = []
+        if self.document.defaults.model is not None:
+            named.append(("defaults", self.document.defaults.model))
+        for i, rule in enumerate(self.document.rules):
+            if rule.model is not None:
+                where = f"rules[{i + 1}]" + (f" ({rule.name!r})" if rule.name else "")
+                named.append((where, rule.model))
+        return named
 
 
 # What pydantic's type errors expect, in TOML's words.

@@ -1,10 +1,13 @@
 """Prompt assembly, stable content first.
 
 Providers cache prompt prefixes, so whatever is identical across requests goes first and in a
-fixed order: system rules and tool guidance, the persona (later: the skills index). Per-request
-content follows: the conversation context line, relevant long-term memory, the repo map for
-a code question (`core.code.graph.repomap`), then the (compacted) thread history and the new
-message. Nothing volatile (time, user ids) may enter the stable prefix.
+fixed order: system rules and tool guidance, the persona, then what is stable per channel (the
+skills rule, skills the policy pins, the skills index when every skill fits its budget).
+Per-request content follows: the conversation context line (with a ranked skills index when
+not all skills fit, and skills given again after compaction), relevant long-term memory, the
+repo map for a code question (`core.code.graph.repomap`), then the (compacted) thread history
+and the new message. Nothing volatile (time, user ids) may enter the stable prefix. All system
+messages come first: some chat templates refuse a system message after a user message.
 
 Long-term memory is written by users (anyone with `memory.write`) and read by everyone in its
 scope, so it is never given system authority: it arrives as a user-role message quoting each
@@ -61,19 +64,24 @@ class PromptBuilder:
         now: datetime,
         memory: str | None = None,
         code_map: str | None = None,
+        skills: str | None = None,
+        skills_now: str | None = None,
     ) -> list[dict[str, Any]]:
-        """What goes before the thread: the stable prefix and this request's context (system
-        messages), then the recalled memory and the repo map, if any, each as data in a
+        """What goes before the thread: the stable prefix, the channel's skills text (`skills`)
+        and this request's context (system messages; `skills_now`: a ranked index, skills
+        given again), then the recalled memory and the repo map, if any, each as data in a
         user-role message."""
         who = session.identity
         context = (
             f"Conversation context: platform {who.platform}, channel {who.channel}. "
             f"Today is {now:%Y-%m-%d} (UTC)."
         )
-        messages = [
-            {"role": "system", "content": self.stable_prefix()},
-            {"role": "system", "content": context},
-        ]
+        if skills_now:
+            context += "\n\n" + skills_now
+        messages = [{"role": "system", "content": self.stable_prefix()}]
+        if skills:
+            messages.append({"role": "system", "content": skills})
+        messages.append({"role": "system", "content": context})
         if memory:
             messages.append({"role": "user", "content": memory})
         if code_map:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -104,7 +104,13 @@ class Core:
             return await self.commands.run(self._command_context(session, progress), parsed)
         return await self._ask(session, text, progress)
 
-    async def _ask(self, session: ToolSession, text: str, progress: Progress | None) -> Reply:
+    async def _ask(
+        self,
+        session: ToolSession,
+        text: str,
+        progress: Progress | None,
+        skills: Sequence[str] = (),
+    ) -> Reply:
         session.require("ask")
         if self.agent is None:
             if self._offline_answer is not None:
@@ -113,13 +119,13 @@ class Core:
                     return reply
             return Reply(messages.NO_MODEL, ok=False)
         async with self._threads.hold(session.conversation):
-            return await self.agent.answer(session, text, progress)
+            return await self.agent.answer(session, text, progress, skills=skills)
 
     def _command_context(
         self, session: ToolSession, progress: Progress | None = None
     ) -> cmd.CommandContext:
-        async def ask(text: str) -> Reply:
-            return await self._ask(session, text, progress)
+        async def ask(text: str, *, skills: Sequence[str] = ()) -> Reply:
+            return await self._ask(session, text, progress, skills)
 
         return cmd.CommandContext(
             session=session,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.errors import PermissionDenied
-from core.policy import ALL_REPOS, Budgets, Identity, Policy
+from core.policy import ALL_REPOS, ALL_SKILLS, Budgets, Identity, Policy
 from core.quotas import QuotaKey, QuotaLimit
 from core.request import ConversationKey, Request
 
@@ -25,6 +25,23 @@ class RequestCounters:
     iterations: int = 0
 
 
+@dataclass(slots=True)
+class ToolNarrowing:
+    """Tool limits that skills loaded during this request set (`allowed-tools`). Each one can
+    only narrow what the session may do: the allowed set is the intersection of them all, and
+    permissions are still checked for every call."""
+
+    allowed: frozenset[str] | None = None  # tool names; None = not narrowed
+    by: list[str] = field(default_factory=list)  # the skills that narrowed
+
+    def narrow(self, tools: frozenset[str], source: str) -> None:
+        self.allowed = tools if self.allowed is None else self.allowed & tools
+        self.by.append(source)
+
+    def allows(self, tool: str) -> bool:
+        return self.allowed is None or tool in self.allowed
+
+
 @dataclass(frozen=True, slots=True)
 class ToolSession:
     identity: Identity
@@ -35,6 +52,10 @@ class ToolSession:
     rules: tuple[str, ...] = ()
     counters: RequestCounters = field(default_factory=RequestCounters)
     repos: frozenset[str] = frozenset({ALL_REPOS})  # code repositories readable here
+    skills: frozenset[str] = frozenset({ALL_SKILLS})  # skills usable here ("*" = all)
+    pinned_skills: tuple[str, ...] = ()  # skills loaded in full up front
+    model: str | None = None  # the provider the policy chose; None = the default model
+    narrowing: ToolNarrowing = field(default_factory=ToolNarrowing)
 
     def allows(self, permission: str) -> bool:
         return permission in self.permissions
@@ -42,6 +63,11 @@ class ToolSession:
     def allows_repo(self, name: str) -> bool:
         """Whether this conversation may read (search, list, open) the repository `name`."""
         return ALL_REPOS in self.repos or name in self.repos
+
+    def allows_skill(self, name: str) -> bool:
+        """Whether this conversation may use the skill `name` (policy allowlist and the
+        `skills.use` permission)."""
+        return self.allows("skills.use") and (ALL_SKILLS in self.skills or name in self.skills)
 
     def require(self, permission: str) -> None:
         if permission not in self.permissions:
@@ -90,4 +116,7 @@ def open_session(request: Request, policy: Policy) -> ToolSession:
         budgets=grant.budgets,
         rules=grant.rules,
         repos=grant.repos,
+        skills=grant.skills,
+        pinned_skills=grant.pinned_skills,
+        model=grant.model,
     )

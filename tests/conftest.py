@@ -143,6 +143,8 @@ def make_settings(tmp_path: Path, write_policy: Callable[[str], Path]) -> Callab
     def make(**overrides: Any) -> Any:
         overrides.setdefault("data_dir", tmp_path / "data")
         overrides.setdefault("policy_file", write_policy(POLICY_ALL))
+        # The shipped example skills would add to every prompt; skills tests ask for them.
+        overrides.setdefault("skills_examples", False)
         settings = load_settings(**overrides)
         resolved = settings.llm()
         if resolved is not None:

@@ -144,6 +144,18 @@ class ThreadSummary(_Conversation, table=True):
     summary: str = Field(sa_column=Column(Text, nullable=False))
 
 
+class ThreadSkill(_Conversation, table=True):
+    """A skill loaded in a thread (by the model or by `/skill`), so that it can be given to the
+    model again once compaction has summarized the turn that loaded it."""
+
+    __tablename__ = "thread_skills"
+    __table_args__ = (UniqueConstraint("platform", "tenant", "channel", "thread", "skill"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: datetime = Field(default_factory=utcnow, sa_column=_ts())
+    skill: str = Field(max_length=64)
+
+
 class MemoryItem(SQLModel, table=True):
     """One long-term fact, saved for a scope of one tenant.
 

@@ -97,6 +97,14 @@ def permit(t: Tool, session: ToolSession) -> None:
             "Error: this tool is not permitted in this conversation.",
             permission=t.permission,
         )
+    narrowing = session.narrowing
+    if not narrowing.allows(t.name):
+        allowed = ", ".join(sorted(narrowing.allowed or ())) or "none"
+        raise Rejected(
+            "narrowed",
+            f"Error: the skill(s) in use ({', '.join(narrowing.by)}) allow only these tools: "
+            f"{allowed}.",
+        )
 
 
 def check_budget(session: ToolSession) -> None:
@@ -140,7 +148,7 @@ class Dispatcher:
             check_size(call, self._max_args)
             args = validate(t, call)
             check_budget(session)
-            content = cap(await self._run(t, ctx, args), self._max_result)
+            content = cap(await self._run(t, ctx, args), t.max_result_chars or self._max_result)
             outcome = ToolOutcome(call, True, "ok", content)
         except Rejected as r:
             outcome = ToolOutcome(call, False, r.code, r.model_text, r.permission)

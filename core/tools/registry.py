@@ -43,6 +43,9 @@ class Tool:
     func: ToolFunc
     timeout: float = 30.0
     available: Availability | None = None
+    # Its own cap on what it returns (None: the dispatcher's); a skill's body needs more room
+    # than a search result, and is still cut to the model's window by the agent.
+    max_result_chars: int | None = None
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -101,7 +104,11 @@ class ToolRegistry:
     def visible_to(self, session: ToolSession) -> list[Tool]:
         """Tools whose permission the session holds: the model is only offered those (the
         dispatcher still checks every call, since a model may name a tool it was not shown)."""
-        return [t for t in self._tools.values() if session.allows(t.permission)]
+        return [
+            t
+            for t in self._tools.values()
+            if session.allows(t.permission) and session.narrowing.allows(t.name)
+        ]
 
     async def offered(self, session: ToolSession) -> list[dict[str, Any]]:
         """The schemas to send with a model call: the permitted tools, minus those whose

@@ -1,0 +1,1 @@
+"""Skills: team playbooks as SKILL.md folders, loaded progressively (see service.py)."""

@@ -1,0 +1,136 @@
+"""`/skills` and `/skill`: listing, showing, reloading and explicitly running skills.
+
+    /skills                 the skills this channel may use (needs skills.use)
+    /skills show NAME       a skill's description, files and instructions
+    /skills reload          re-read the skill folders now and report problems (needs admin)
+    /skill NAME [text]      answer `text` with the skill loaded (needs ask and skills.use)
+    /NAME [text]            the same, when no built-in command is called NAME
+
+Running a skill explicitly never depends on the model noticing it: the skill is loaded before
+the model is called. Without a model, `/skill NAME` shows the playbook itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from core import messages
+from core.commands import Command, CommandContext, ParsedCommand
+from core.request import Reply
+from core.skills.library import SkillProblem
+from core.skills.service import Skills
+
+SHOW_BODY_CHARS = 3_500  # of a skill's body in `/skills show` (a chat message, not a file)
+
+
+def skill_commands(skills: Skills) -> tuple[list[Command], Callable[..., Awaitable[Reply | None]]]:
+    """The commands, and the fallback that runs `/NAME` as a skill."""
+
+    async def list_or_manage(ctx: CommandContext, args: str) -> Reply:
+        head, _, rest = args.strip().partition(" ")
+        verb = head.lower()
+        if verb == "reload":
+            ctx.session.require("admin")
+            problems = await asyncio.to_thread(skills.library.load)
+            await skills.ready()
+            return Reply(_reload_report(len(skills.library.all()), problems), ephemeral=True)
+        ctx.session.require("skills.use")
+        await skills.ready()
+        if verb == "show":
+            return _show(skills, ctx, rest.strip())
+        if verb:
+            return Reply(messages.SKILLS_USAGE, ok=False, ephemeral=True)
+        visible = skills.visible(ctx.session)
+        if not visible:
+            return Reply(messages.NO_SKILLS_HERE, ephemeral=True)
+        pinned = set(ctx.session.pinned_skills)
+        lines = [f"**Skills in this channel** ({len(visible)}):"]
+        for s in visible:
+            mark = " (pinned here)" if s.name in pinned else ""
+            lines.append(f"- `{s.name}`{mark}: {_short(s.description, 200)}")
+        lines += ["", messages.SKILLS_HINT]
+        return Reply("\n".join(lines), ephemeral=True)
+
+    async def run_skill(ctx: CommandContext, args: str) -> Reply:
+        name, _, text = args.strip().partition(" ")
+        if not name:
+            return Reply(messages.SKILL_USAGE, ok=False, ephemeral=True)
+        return await _run(ctx, name, text.strip())
+
+    async def _run(ctx: CommandContext, name: str, text: str) -> Reply:
+        ctx.session.require("skills.use")
+        await skills.ready()
+        skill = skills.usable(ctx.session, name)
+        if skill is None:
+            return Reply(messages.unknown_skill(name), ok=False, ephemeral=True)
+        if not ctx.model_configured:
+            return Reply(
+                messages.skill_without_model(skill.name) + "\n\n" + _clip(skill.body),
+                ok=True,
+            )
+        return await ctx.ask(
+            text or messages.skill_default_request(skill.name), skills=[skill.name]
+        )
+
+    async def fallback(ctx: CommandContext, parsed: ParsedCommand) -> Reply | None:
+        """`/incident-triage ...` runs that skill when no command has the name."""
+        if not ctx.session.allows("skills.use"):
+            return None
+        await skills.ready()
+        if skills.usable(ctx.session, parsed.name) is None:
+            return None
+        return await _run(ctx, parsed.name, parsed.args)
+
+    commands = [
+        Command(
+            "skills",
+            "/skills [show NAME | reload]",
+            "the team's skills (playbooks) you can use here",
+            list_or_manage,
+            personal=True,
+        ),
+        Command(
+            "skill",
+            "/skill NAME [text]",
+            "answer with a skill loaded (also `/NAME [text]`)",
+            run_skill,
+            "ask",
+        ),
+    ]
+    return commands, fallback
+
+
+def _show(skills: Skills, ctx: CommandContext, name: str) -> Reply:
+    if not name:
+        return Reply(messages.SKILLS_USAGE, ok=False, ephemeral=True)
+    skill = skills.usable(ctx.session, name)
+    if skill is None:
+        return Reply(messages.unknown_skill(name), ok=False, ephemeral=True)
+    lines = [f"**{skill.name}**: {skill.description}"]
+    if skill.allowed_tools is not None:
+        lines.append(f"Tools it allows: {', '.join(skill.allowed_tools) or 'none'}")
+    if skill.files:
+        lines.append("Files: " + ", ".join(f"`{f}`" for f in skill.files[:30]))
+    lines.append(f"Source: {'shipped example' if skill.shipped else skill.folder}")
+    lines += ["", _clip(skill.body)]
+    return Reply("\n".join(lines), ephemeral=True)
+
+
+def _clip(body: str) -> str:
+    if len(body) <= SHOW_BODY_CHARS:
+        return body or "(no instructions beyond the description)"
+    return body[:SHOW_BODY_CHARS].rsplit("\n", 1)[0] + "\n… (cut; the full text is in SKILL.md)"
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def _reload_report(count: int, problems: list[SkillProblem]) -> str:
+    errors = [p for p in problems if p.error]
+    lines = [f"Reloaded: {count} skill(s) loaded, {len(errors)} skipped with errors."]
+    lines += [f"- {p}" for p in problems[:20]]
+    if len(problems) > 20:
+        lines.append(f"- … and {len(problems) - 20} more (`threadline skills check`)")
+    return "\n".join(lines)

@@ -1,0 +1,245 @@
+"""The skills on disk: folders of `NAME/SKILL.md`, loaded once and reloaded when they change.
+
+Folders are searched in order (the configured ones, then the working directory's `skills/`,
+then the examples shipped with Threadline); a team's skill shadows a shipped example of the
+same name, and two team skills with one name are a problem to report. Whatever is wrong with a
+skill is reported once (logged at load, listed by `problems()` and `threadline skills check`)
+and the skill is skipped; nothing here ever stops the bot.
+
+Requests never touch the disk for the index: `refresh()` compares modification times and is
+called by a background task and by `/skills reload`; reading a skill's files (`read_file`) is
+the only per-use I/O, and only when the model or a user asks for a file.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.skills.format import SKILL_FILE, Frontmatter, SkillFormatError, read_skill
+
+log = logging.getLogger(__name__)
+
+SHIPPED_DIR = Path(__file__).resolve().parents[2] / "skills"
+MAX_FILES_LISTED = 50  # per skill, in what load_skill tells the model
+MAX_FILE_BYTES = 64 * 1024  # one reference file, as read by read_skill_file
+
+
+@dataclass(frozen=True, slots=True)
+class Skill:
+    name: str
+    description: str
+    body: str
+    folder: Path
+    meta: Frontmatter
+    shipped: bool = False
+    files: tuple[str, ...] = ()  # paths relative to the folder, SKILL.md excluded, sorted
+
+    @property
+    def allowed_tools(self) -> tuple[str, ...] | None:
+        tools = self.meta.allowed_tools
+        return tuple(tools) if tools is not None else None
+
+    @property
+    def channels(self) -> frozenset[str]:
+        return frozenset(self.meta.channels or ())
+
+
+@dataclass(frozen=True, slots=True)
+class SkillProblem:
+    path: Path
+    reason: str
+    error: bool = True  # False: a warning (the skill loads)
+
+    def __str__(self) -> str:
+        return f"{'error' if self.error else 'warning'}: {self.path}: {self.reason}"
+
+
+class SkillFileError(ValueError):
+    """A skill file that cannot be handed out; the message is safe to show."""
+
+
+@dataclass(slots=True)
+class _Scan:
+    skills: dict[str, Skill] = field(default_factory=dict)
+    problems: list[SkillProblem] = field(default_factory=list)
+
+
+def default_folders(
+    extra: Sequence[Path] = (), cwd: Path | None = None, examples: bool = True
+) -> list[Path]:
+    """The configured folders, then `./skills`, then the shipped examples (each once; without
+    `examples`, never the shipped folder, even when `./skills` is it: a checkout's own)."""
+    folders: list[Path] = []
+    shipped = SHIPPED_DIR.resolve()
+    for f in [*extra, (cwd or Path.cwd()) / "skills", SHIPPED_DIR]:
+        resolved = f.expanduser().resolve()
+        if resolved == shipped and not examples:
+            continue
+        if resolved not in folders:
+            folders.append(resolved)
+    return folders
+
+
+def scan(folders: Iterable[Path], shipped: Path | None = SHIPPED_DIR) -> _Scan:
+    """Load every skill under `folders` (blocking file I/O)."""
+    out = _Scan()
+    shipped_dir = shipped.resolve() if shipped is not None else None
+    for root in folders:
+        if not root.is_dir():
+            continue
+        is_shipped = shipped_dir is not None and root.resolve() == shipped_dir
+        try:
+            entries = sorted(p for p in root.iterdir() if (p / SKILL_FILE).is_file())
+        except OSError as exc:
+            out.problems.append(SkillProblem(root, f"cannot list the folder: {exc.strerror}"))
+            continue
+        for folder in entries:
+            _load_one(out, folder, is_shipped)
+    return out
+
+
+def _load_one(out: _Scan, folder: Path, shipped: bool) -> None:
+    path = folder / SKILL_FILE
+    try:
+        doc = read_skill(folder)
+    except SkillFormatError as exc:
+        out.problems.append(SkillProblem(path, str(exc)))
+        return
+    except OSError as exc:
+        out.problems.append(SkillProblem(path, f"cannot be read: {exc.strerror or exc}"))
+        return
+    name = doc.meta.name
+    earlier = out.skills.get(name)
+    if earlier is not None:
+        if shipped:  # a team's own skill of that name wins over the shipped example
+            log.info("skill %s in %s shadows the shipped example", name, earlier.folder)
+            return
+        out.problems.append(
+            SkillProblem(path, f"duplicate name {name!r}: already defined in {earlier.folder}")
+        )
+        return
+    out.problems.extend(SkillProblem(path, w, error=False) for w in doc.warnings)
+    out.skills[name] = Skill(
+        name=name,
+        description=" ".join(doc.meta.description.split()),
+        body=doc.body,
+        folder=folder.resolve(),
+        meta=doc.meta,
+        shipped=shipped,
+        files=_list_files(folder),
+    )
+
+
+def _list_files(folder: Path) -> tuple[str, ...]:
+    found: list[str] = []
+    root = folder.resolve()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            rel = (Path(dirpath) / name).relative_to(root).as_posix()
+            if rel != SKILL_FILE:
+                found.append(rel)
+            if len(found) >= MAX_FILES_LISTED:
+                return tuple(found)
+    return tuple(found)
+
+
+def _signature(folders: Iterable[Path]) -> tuple[tuple[str, int, int], ...]:
+    """What changes when a skill is added, removed or edited: every folder's and SKILL.md's
+    modification time (a reference file is read from disk when asked for, so it needs none)."""
+    sig: list[tuple[str, int, int]] = []
+    for root in folders:
+        try:
+            st = root.stat()
+            sig.append((str(root), st.st_mtime_ns, 0))
+            for p in sorted(root.iterdir()):
+                try:
+                    s = (p / SKILL_FILE).stat()
+                except OSError:
+                    continue
+                sig.append((str(p), s.st_mtime_ns, s.st_size))
+        except OSError:
+            sig.append((str(root), -1, -1))
+    return tuple(sig)
+
+
+class SkillLibrary:
+    """The loaded skills. Reads are plain attribute access (no I/O); `refresh` swaps in a new
+    set atomically when something on disk changed."""
+
+    def __init__(self, folders: Sequence[Path], shipped: Path | None = SHIPPED_DIR) -> None:
+        self.folders = list(folders)
+        self._shipped = shipped
+        self._skills: dict[str, Skill] = {}
+        self._problems: list[SkillProblem] = []
+        self._reported: set[tuple[str, str]] = set()
+        self._signature: tuple[tuple[str, int, int], ...] | None = None
+        self.generation = 0  # bumped on every change; caches key on it
+
+    def load(self) -> list[SkillProblem]:
+        """(Re)load everything now; returns the problems found (each logged once ever)."""
+        signature = _signature(self.folders)
+        result = scan(self.folders, self._shipped)
+        self._skills = dict(sorted(result.skills.items()))
+        self._problems = result.problems
+        self._signature = signature
+        self.generation += 1
+        for p in result.problems:
+            key = (str(p.path), p.reason)
+            if key not in self._reported:
+                self._reported.add(key)
+                (log.warning if p.error else log.info)("skill %s", p)
+        return list(result.problems)
+
+    def refresh(self) -> bool:
+        """Reload if a folder or a SKILL.md changed since the last load; True if it did."""
+        if self._signature is not None and _signature(self.folders) == self._signature:
+            return False
+        self.load()
+        return True
+
+    def ensure_loaded(self) -> None:
+        if self._signature is None:
+            self.load()
+
+    def all(self) -> list[Skill]:
+        return list(self._skills.values())
+
+    def get(self, name: str) -> Skill | None:
+        return self._skills.get(name.strip().lower())
+
+    def problems(self) -> list[SkillProblem]:
+        return list(self._problems)
+
+    @staticmethod
+    def read_file(skill: Skill, relative: str, max_bytes: int = MAX_FILE_BYTES) -> str:
+        """One text file of a skill, confined to its folder. Raises `SkillFileError`."""
+        rel = relative.strip().replace("\\", "/").removeprefix("./")
+        if not rel:
+            raise SkillFileError("give a file path inside the skill, e.g. references/notes.md")
+        if "\x00" in rel:
+            raise SkillFileError("that path is not valid")
+        target = (skill.folder / rel).resolve()
+        if not target.is_relative_to(skill.folder) or target == skill.folder:
+            raise SkillFileError("that path is outside the skill's folder")
+        if not target.is_file():
+            listed = ", ".join(skill.files[:20]) or "none"
+            raise SkillFileError(f"the skill has no file {rel!r} (its files: {listed})")
+        try:
+            with target.open("rb") as fh:
+                data = fh.read(max_bytes + 1)
+        except OSError as exc:
+            raise SkillFileError(f"{rel} cannot be read: {exc.strerror or 'error'}") from None
+        if b"\x00" in data[:8192]:
+            raise SkillFileError(f"{rel} is not a text file")
+        cut = len(data) > max_bytes
+        text = data[:max_bytes].decode("utf-8", errors="replace")
+        if cut:
+            text += f"\n[cut at {max_bytes:,} bytes]"
+        return text
