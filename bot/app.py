@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
-from config.settings import Settings
+from config.settings import ResolvedProvider, Settings
 from core.code.collection import EDGE_DIR as EDGE_DIR  # under DATA_DIR: a shard per model
 from core.llm.client import ChatModel
 from core.metrics import Metrics
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from core.code.repos import RepoStore
     from core.code.search import CodeSearch
     from core.code.vectors import VectorStore
+    from core.policy import Policy
     from core.skills.service import Skills
 
 
@@ -30,7 +31,8 @@ class App:
     settings: Settings
     db: Database
     core: Core
-    model: ChatModel | None
+    model: ChatModel | None  # the default model
+    models: list[ChatModel]  # the other models the policy chooses per channel
     metrics: Metrics | None
     repos: RepoStore
     search: CodeSearch
@@ -38,8 +40,9 @@ class App:
     skills: Skills
 
     async def aclose(self) -> None:
-        if self.model is not None:
-            await self.model.aclose()
+        for model in [self.model, *self.models]:
+            if model is not None:
+                await model.aclose()
         await self.search.aclose()
         await self.db.dispose()
 
@@ -112,26 +115,30 @@ def build_app(
     )
     if model is None:
         model = _configured_model(settings)
-    agent = None
-    if model is not None:
-        registry = ToolRegistry(
-            [
-                *builtin_tools(),
-                *memory_tools(memory),
-                *code_tools(repos, search),
-                *skill_tools(skills),
-                *extra_tools,
-            ]
-        )
-        tool_names.extend(registry.names())
-        dispatcher = Dispatcher(
-            registry,
-            AuditLog(db),
-            max_args_chars=settings.tool_max_args_chars,
-            max_result_chars=settings.tool_max_result_chars,
-        )
-        agent = Agent(
-            model=model,
+    named = _policy_models(settings, policy)  # per-channel models (a rule's `model = "NAME"`)
+    registry = ToolRegistry(
+        [
+            *builtin_tools(),
+            *memory_tools(memory),
+            *code_tools(repos, search),
+            *skill_tools(skills),
+            *extra_tools,
+        ]
+    )
+    tool_names.extend(registry.names())
+    dispatcher = Dispatcher(
+        registry,
+        AuditLog(db),
+        max_args_chars=settings.tool_max_args_chars,
+        max_result_chars=settings.tool_max_result_chars,
+    )
+    code_map = RepoMaps(repos)
+
+    def make_agent(chat_model: ChatModel) -> Agent:
+        # One agent per model: each keeps its own window, token calibration and compaction
+        # settings; everything else (tools, memory, quotas, history) is shared.
+        return Agent(
+            model=chat_model,
             dispatcher=dispatcher,
             history=HistoryStore(db),
             quotas=quotas,
@@ -139,11 +146,19 @@ def build_app(
             db=db,
             prompt=PromptBuilder(persona=settings.persona),
             memory=memory,
-            code_map=RepoMaps(repos),
+            code_map=code_map,
             skills=skills,
             clock=clock,
             deadline=settings.request_deadline,
         )
+
+    agent = make_agent(model) if model is not None else None
+    agents: dict[str, Agent] = {}
+    for name, chat_model in named.items():
+        if agent is not None and agent.model.spec.name == name:
+            agents[name] = agent
+        else:
+            agents[name] = make_agent(chat_model)
     metrics = Metrics() if with_metrics else None
     skills_cmds, run_skill_by_name = skill_commands(skills)
     core = Core(
@@ -160,17 +175,19 @@ def build_app(
         quotas=quotas,
         usage=usage,
         agent=agent,
+        agents=agents,
         events=EventLedger(db),
         limits=Limits(max_message_chars=settings.max_message_chars),
         metrics=metrics,
         clock=clock,
-        offline_answer=offline_answer(repos, search) if agent is None else None,
+        offline_answer=offline_answer(repos, search),
     )
     return App(
         settings=settings,
         db=db,
         core=core,
         model=model,
+        models=[a.model for a in agents.values() if a is not agent],
         metrics=metrics,
         repos=repos,
         search=search,
@@ -265,13 +282,36 @@ def build_slack(app: App, mode: Literal["http", "socket"], **tuning: float) -> S
     return SlackAdapter(app.core, config, mode)
 
 
-def _configured_model(settings: Settings) -> ChatModel | None:
-    from core.llm.client import OpenAICompatibleModel
-    from core.llm.providers import ProviderSpec
+def _policy_models(settings: Settings, policy: Policy) -> dict[str, ChatModel]:
+    """The models policy rules choose, by provider name. A name that is not a
+    `[providers.NAME]` of the settings file is a start-up error naming the rule."""
+    from core.policy import PolicyError
 
+    models: dict[str, ChatModel] = {}
+    for where, name in policy.models():
+        if name in models:
+            continue
+        if name not in settings.providers:
+            known = ", ".join(sorted(settings.providers)) or "none defined"
+            raise PolicyError(
+                f"policy file {policy.source}: {where}: model {name!r} is not a provider in "
+                f"the settings file (known: {known}; add a [providers.{name}] table)"
+            )
+        models[name] = _openai_model(settings.provider(name))
+    return models
+
+
+def _configured_model(settings: Settings) -> ChatModel | None:
     resolved = settings.llm()
     if resolved is None:
         return None
+    return _openai_model(resolved)
+
+
+def _openai_model(resolved: ResolvedProvider) -> ChatModel:
+    from core.llm.client import OpenAICompatibleModel
+    from core.llm.providers import ProviderSpec
+
     return OpenAICompatibleModel(
         ProviderSpec(
             name=resolved.name,

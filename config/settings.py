@@ -489,14 +489,29 @@ class Settings(BaseSettings):
             name, base = "default", ProviderSettings()
         else:
             return None
-        base_url = self.llm_base_url or clean_url(base.base_url, f"providers.{name}.base_url")
-        model = self.llm_model or base.model
+        return self._resolve(name, base, overrides=True)
+
+    def provider(self, name: str) -> ResolvedProvider:
+        """A named `[providers.NAME]` endpoint, as a policy rule's `model` picks it. The LLM_*
+        variables apply only to the active provider (LLM_PROVIDER), which this returns as
+        `llm()` does. Raises KeyError for an unknown name."""
+        if name == self.llm_provider:
+            resolved = self.llm()
+            assert resolved is not None
+            return resolved
+        return self._resolve(name, self.providers[name], overrides=False)
+
+    def _resolve(self, name: str, base: ProviderSettings, *, overrides: bool) -> ResolvedProvider:
+        base_url = (self.llm_base_url if overrides else None) or clean_url(
+            base.base_url, f"providers.{name}.base_url"
+        )
+        model = (self.llm_model if overrides else None) or base.model
         if not model:
             raise ValueError(
                 "no model name: set LLM_MODEL (environment or .env), or llm_model / "
                 f"[providers.{name}] model in the settings file (THREADLINE_CONFIG)"
             )
-        key = self.llm_api_key
+        key = self.llm_api_key if overrides else None
         if key is None and base.api_key_env:
             cleaned = clean_secret(os.environ.get(base.api_key_env), base.api_key_env)
             key = SecretStr(cleaned) if cleaned else None

@@ -55,6 +55,7 @@ class CommandContext:
     now: datetime
     # Short status lines for the thread while a long command runs (None: nobody listens).
     progress: Callable[[str], Awaitable[None]] | None = None
+    model: str | None = None  # the model answering in this conversation, for people to read
 
 
 Handler = Callable[[CommandContext, str], Awaitable[Reply]]
@@ -149,6 +150,7 @@ async def _budget(ctx: CommandContext, _args: str) -> Reply:
         f"({used_today.cached_tokens:,} served from the provider's cache), "
         f"{used_today.completion_tokens:,} completion tokens"
     )
+    lines.append(f"- model here: {ctx.model or 'none configured'}")
     b = session.budgets
     lines.append(
         f"- per request: up to {b.tool_calls_per_request} tool calls and "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -43,18 +43,22 @@ class Core:
         usage: UsageRecorder,
         agent: Agent | None,
         events: EventLedger,
+        agents: Mapping[str, Agent] | None = None,
         limits: Limits = Limits(),
         metrics: Metrics | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         offline_answer: Callable[[ToolSession, str], Awaitable[Reply | None]] | None = None,
     ) -> None:
-        """`offline_answer` answers free text when no model is configured (code search hits);
-        returning None falls back to the plain "no model" reply."""
+        """`agent` answers with the default model (None: none configured); `agents` with the
+        models policy rules choose, by provider name. `offline_answer` answers free text when
+        a conversation has no model (code search hits); returning None falls back to the plain
+        "no model" reply."""
         from core.ordering import KeyedLocks
 
         self.policy = policy
         self.commands = commands
         self.agent = agent
+        self.agents = dict(agents or {})
         self.events = events  # exactly-once bookkeeping adapters ask for
         self._quotas = quotas
         self._usage = usage
@@ -66,7 +70,15 @@ class Core:
 
     @property
     def model_configured(self) -> bool:
-        return self.agent is not None
+        """Whether any conversation has a model (the default or one a policy rule picks)."""
+        return self.agent is not None or bool(self.agents)
+
+    def agent_for(self, session: ToolSession) -> Agent | None:
+        """The agent of the model the policy chose for this conversation, else the default
+        one (the start-up check made sure every chosen model exists)."""
+        if session.model is not None and session.model in self.agents:
+            return self.agents[session.model]
+        return self.agent
 
     async def handle(self, request: Request, progress: Progress | None = None) -> Reply:
         """Answer one request. Never raises: refusals and failures become a Reply.
@@ -112,14 +124,15 @@ class Core:
         skills: Sequence[str] = (),
     ) -> Reply:
         session.require("ask")
-        if self.agent is None:
+        agent = self.agent_for(session)
+        if agent is None:
             if self._offline_answer is not None:
                 reply = await self._offline_answer(session, text)
                 if reply is not None:
                     return reply
             return Reply(messages.NO_MODEL, ok=False)
         async with self._threads.hold(session.conversation):
-            return await self.agent.answer(session, text, progress, skills=skills)
+            return await agent.answer(session, text, progress, skills=skills)
 
     def _command_context(
         self, session: ToolSession, progress: Progress | None = None
@@ -132,8 +145,16 @@ class Core:
             commands=self.commands,
             quotas=self._quotas,
             usage=self._usage,
-            model_configured=self.model_configured,
+            model_configured=self.agent_for(session) is not None,
+            model=_describe_model(self.agent_for(session)),
             ask=ask,
             now=self._clock(),
             progress=progress,
         )
+
+
+def _describe_model(agent: Agent | None) -> str | None:
+    if agent is None:
+        return None
+    spec = agent.model.spec
+    return f"{spec.model} (provider {spec.name})"

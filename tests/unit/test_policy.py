@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -709,3 +710,41 @@ def test_repos_must_be_names(write_policy: WritePolicy) -> None:
         load(write_policy, '[[rules]]\nmatch = {}\nrepos = [""]\n')
     with pytest.raises(PolicyError, match=r"defaults\.repos"):
         load(write_policy, "[defaults]\nrepos = [1]\n")
+
+
+def test_skills_pins_and_model_resolve_like_repos() -> None:
+    policy = Policy.from_dict(
+        {
+            "defaults": {"permissions": ["ask", "skills.use"], "skills": ["a", "B "]},
+            "rules": [
+                {"name": "ops", "match": {"channel": "C1"}, "skills": "*", "model": "strong"},
+                {
+                    "name": "ops lead",
+                    "match": {"channel": "C1", "user": "U1"},
+                    "pinned_skills": ["a", "a"],
+                    "model": "cheap",
+                },
+            ],
+        }
+    )
+    assert policy.resolve(who(channel="C9")).skills == frozenset({"a", "b"})
+    assert policy.resolve(who(channel="C9")).model is None
+    lead = policy.resolve(who(channel="C1", user="U1"))
+    assert lead.skills == frozenset({"*"}) and lead.pinned_skills == ("a",)
+    assert lead.model == "cheap"
+    assert policy.resolve(who(channel="C1", user="U2")).model == "strong"
+    assert policy.models() == [("rules[1] ('ops')", "strong"), ("rules[2] ('ops lead')", "cheap")]
+
+
+@pytest.mark.parametrize(
+    ("rule", "message"),
+    [
+        ({"skills": [""]}, "skill names must not be empty"),
+        ({"pinned_skills": 3}, "must be a string"),
+        ({"model": "  "}, "must name a [providers.NAME]"),
+        ({"model": ["a"]}, "must be a string"),
+    ],
+)
+def test_skills_and_model_keys_are_checked(rule: dict[str, object], message: str) -> None:
+    with pytest.raises(PolicyError, match=re.escape(message)):
+        Policy.from_dict({"rules": [{"name": "r", **rule}]})
