@@ -147,3 +147,22 @@ def test_values_past_the_cap_are_cut_the_same_way_whatever_their_order() -> None
     assert len(kept) == 16
     assert capped(list(reversed(values)), 16) == kept  # set order varies between processes
     assert capped(values[:5], 16) == values[:5]  # under the cap: untouched, in order
+
+
+def test_functions_passed_to_a_method_of_an_instance_made_in_the_file_are_followed() -> None:
+    found = calls(
+        {
+            "jobs.py": "class Runner:\n"
+            "    def run(self, step, arg):\n"
+            "        step(arg)\n"
+            "    def twice(self, fn):\n"
+            "        fn()\n"
+            "    def hello(self):\n"
+            "        pass\n\n"
+            "runner = Runner()\n"
+            "runner.run(runner.twice, runner.hello)\n",
+        }
+    )
+    # `runner` is what calling Runner made: run's `step` is twice, and twice's `fn` is hello.
+    assert ("jobs.py:Runner.run", "jobs.py:Runner.twice") in found
+    assert ("jobs.py:Runner.twice", "jobs.py:Runner.hello") in found

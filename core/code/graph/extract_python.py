@@ -89,7 +89,7 @@ def module_name(path: str) -> tuple[str, bool]:
     return ".".join([*parts, pure.stem]), False
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Binding:
     kind: str  # "v" value, "e" expression, "it" element of, "p" parameter, "ann", "si"
     value: V | None = None
@@ -98,7 +98,7 @@ class _Binding:
     key: Any = None  # "si": the subscript key; "p": (function, position, name)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Scope:
     kind: str  # "module", "class", "function"
     symbol: str
@@ -120,14 +120,14 @@ class _Scope:
         target.bindings.setdefault(name, []).append(binding)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Function:
     symbol: str
     params: list[str]  # positional order
     bound: bool  # a method taking self/cls: a call through an instance skips the first
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Site:
     callee: Node
     scope: _Scope
@@ -644,7 +644,11 @@ class PythonExtractor:
                 yield self.functions[symbol], False
         elif value[0] == "a":
             owner, attr = value[1], value[2]
-            if owner[0] == "i" and owner[1][0] == "d":
+            # An instance: `self` (annotated or a method's first parameter) or what calling
+            # one of this file's classes made (`a = C(); a.m(f)` passes f to C.m).
+            if (owner[0] == "i" and owner[1][0] == "d") or (
+                owner[0] == "c" and owner[1][0] == "d" and owner[1][1] in self.class_scopes
+            ):
                 method = self.functions.get(f"{owner[1][1]}.{attr}")
                 if method is not None:
                     yield method, method.bound
