@@ -235,6 +235,10 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             from bot.upkeep import start_upkeep
 
             upkeep = start_upkeep(app)
+        elif args.command == "chat":  # an edited playbook is tried at once in a chat session
+            from bot.upkeep import keep_skills_fresh
+
+            upkeep = asyncio.get_running_loop().create_task(keep_skills_fresh(app))
         if args.command == "ask":
             return await _ask(app, args)
         if args.command == "chat":

@@ -277,6 +277,25 @@ async def test_personal_results_are_ephemeral_and_commands_sync_once(
     assert subcommands["ask"]["options"][0]["required"] is True
 
 
+async def test_a_skill_runs_from_the_app_command(
+    start_bot: StartBot, fake_discord: FakeDiscord, fake_llm: FakeOpenAI, tmp_path: Path
+) -> None:
+    from tests.integration.test_skills import write_skill
+
+    write_skill(tmp_path / "skills", "deploy-check", "Pre-deploy checks.", "DEPLOY-BODY")
+    fake = fake_discord
+    await start_bot(skills_dirs=[tmp_path / "skills"])
+    subcommands = {o["name"]: o for o in fake.syncs[0].commands[0]["options"]}
+    assert {"skill", "skills"} <= set(subcommands)
+    assert subcommands["skill"]["options"][0]["required"] is True
+    fake_llm.reply("Dashboards are green.")
+    state = await fake.slash(fake.alice, "skill", "deploy-check v2 today")
+    shown = await fake.wait_for(lambda: state.visible)
+    assert "Dashboards are green." in shown[-1].content
+    sent = fake_llm.requests[0]["messages"]
+    assert sent[-3]["content"] == "v2 today" and "DEPLOY-BODY" in sent[-1]["content"]
+
+
 async def test_commands_are_synced_per_guild_when_guild_ids_are_set(
     start_bot: StartBot, fake_discord: FakeDiscord
 ) -> None:

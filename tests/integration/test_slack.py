@@ -60,9 +60,14 @@ def serve_slack(
     started: list[ServedApp] = []
 
     def start(
-        *, policy: str = POLICY_ALL, setup: Callable[[Any], None] | None = None, **tuning: float
+        *,
+        policy: str = POLICY_ALL,
+        setup: Callable[[Any], None] | None = None,
+        settings: dict[str, Any] | None = None,
+        **tuning: float,
     ) -> ServedApp:
-        settings = make_settings(
+        configured = make_settings(
+            **(settings or {}),
             policy_file=write_policy(policy),
             llm_base_url=fake_llm.url,
             llm_model="fake-model",
@@ -71,7 +76,7 @@ def serve_slack(
             slack_signing_secret=SIGNING_SECRET,
             slack_api_url=fake_slack.api_url,
         )
-        app = ServedApp(settings, setup=setup, **tuning).start()
+        app = ServedApp(configured, setup=setup, **tuning).start()
         started.append(app)
         return app
 
@@ -277,6 +282,25 @@ def test_a_slow_slash_command_is_acknowledged_in_time_and_answered_afterwards(
         "Deploys go through Helm."
     )
     assert fake_llm.requests[0]["messages"][-1]["content"] == "how do we deploy?"
+
+
+def test_a_skill_runs_from_the_slash_command(
+    serve_slack: StartApp, fake_slack: FakeSlack, fake_llm: FakeOpenAI, tmp_path: Path
+) -> None:
+    from tests.integration.test_skills import write_skill
+
+    write_skill(tmp_path / "skills", "deploy-check", "Pre-deploy checks.", "DEPLOY-BODY")
+    app = serve_slack(settings={"skills_dirs": [tmp_path / "skills"]})
+    fake_llm.reply("Dashboards are green.")
+    app.post_command(command("skill deploy-check v2 today", channel="C5"))
+    (call,) = fake_slack.wait_calls("chat.postMessage", 1, timeout=30)
+    assert call.args["text"].endswith("Dashboards are green.")
+    sent = fake_llm.requests[0]["messages"]
+    assert sent[-3]["content"] == "v2 today" and "DEPLOY-BODY" in sent[-1]["content"]
+    app.post_command(command("skills", user="U2", channel="C2"))
+    app.idle()
+    (listing,) = fake_slack.calls("chat.postEphemeral")
+    assert "`deploy-check`" in listing.args["text"]
 
 
 def test_personal_command_results_are_ephemeral(
