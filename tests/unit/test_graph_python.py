@@ -166,3 +166,46 @@ def test_functions_passed_to_a_method_of_an_instance_made_in_the_file_are_follow
     # `runner` is what calling Runner made: run's `step` is twice, and twice's `fn` is hello.
     assert ("jobs.py:Runner.run", "jobs.py:Runner.twice") in found
     assert ("jobs.py:Runner.twice", "jobs.py:Runner.hello") in found
+
+
+def test_a_decorated_name_holds_the_function_and_what_a_local_decorator_returns() -> None:
+    found = calls(
+        {
+            "app.py": "import functools\n\n"
+            "def traced(fn):\n"
+            "    def wrapper():\n"
+            "        return fn()\n"
+            "    return wrapper\n\n"
+            "def timed(fn):\n"
+            "    def clock():\n"
+            "        return fn()\n"
+            "    return clock\n\n"
+            "def register(fn):\n"
+            "    return fn\n\n"
+            "@traced\n"
+            "@timed\n"
+            "def work():\n"
+            "    pass\n\n"
+            "@register\n"
+            "def plain():\n"
+            "    pass\n\n"
+            "@functools.lru_cache\n"
+            "def cached():\n"
+            "    pass\n\n"
+            "def main():\n"
+            "    work()\n"
+            "    plain()\n"
+            "    cached()\n",
+        }
+    )
+    # work() runs traced's wrapper, which runs timed's clock (what @timed left), which runs
+    # work; the function as written stays a callee too.
+    assert ("app.py:main", "app.py:work") in found
+    assert ("app.py:main", "app.py:traced.wrapper") in found
+    assert ("app.py:traced.wrapper", "app.py:timed.clock") in found
+    assert ("app.py:timed.clock", "app.py:work") in found
+    assert ("app.py:traced.wrapper", "app.py:work") not in found
+    assert ("app.py:main", "app.py:timed.clock") not in found
+    # A decorator returning its argument, or one from outside: the function itself.
+    assert {t for s, t in found if s == "app.py:main" and "plain" in t} == {"app.py:plain"}
+    assert ("app.py:main", "app.py:cached") in found

@@ -135,6 +135,7 @@ class _Site:
     args: Node | None  # argument_list, for parameter flow
     decorator: bool = False
     decorates: str | None = None  # a decorator site: the decorated definition (its argument)
+    layer: int = 0  # how many decorators of that definition are applied before this one
 
 
 def _text(node: Node | None) -> str:
@@ -176,6 +177,10 @@ class PythonExtractor:
         self.imports: list[tuple[str, int, str]] = []  # (source symbol, line, dotted)
         self.stars: list[str] = []
         self.lambda_names: dict[int, str] = {}
+        # Decorated functions: the scope of the decorators and their expressions, the one
+        # applied first (the last written) first; and each function's own name binding.
+        self.decorations: dict[str, tuple[_Scope, list[Node]]] = {}
+        self._def_bindings: dict[str, _Binding] = {}
         self.arguments: dict[tuple[str, str], list[_Binding]] = {}
         # Evaluations are memoized twice: `_memo`/`_names` for this flow round only (values
         # that read a parameter, or were cut short by a cycle or the depth limit), and
@@ -265,23 +270,27 @@ class PythonExtractor:
             if definition is not None:
                 self._visit(definition, scope)
                 symbol = self._last_symbol
-                for decorator in decorators:
-                    expr = decorator.named_children[0] if decorator.named_children else None
-                    if expr is None:
-                        continue
+                exprs = [d.named_children[0] for d in decorators if d.named_children]
+                for position, expr in enumerate(exprs):
                     self._visit(expr, scope)  # `@dec(1)`: the call of dec itself
                     self.sites.append(
                         _Site(
                             expr,
                             scope,
-                            decorator.start_point.row + 1,
+                            expr.start_point.row + 1,
                             None,
                             decorator=True,
                             decorates=symbol,
+                            layer=len(exprs) - 1 - position,  # the last one is applied first
                         )
                     )
                     if symbol is not None and self._t(expr) in ("staticmethod", "classmethod"):
                         self._static(symbol, self._t(expr))
+                named = self._def_bindings.get(symbol) if symbol is not None else None
+                if symbol is not None and named is not None and exprs:
+                    # `@dec def f` binds f to what dec(f) returns as well (`_decorated`).
+                    named.kind = "dec"
+                    self.decorations[symbol] = (scope, exprs[::-1])
             return
         if kind == "class_definition":
             self._class(node, scope)
@@ -353,7 +362,9 @@ class PythonExtractor:
         name = self._t(node.child_by_field_name("name")) or "<anonymous>"
         kind = "method" if scope.kind == "class" else "function"
         symbol = self._define(scope.prefix + name, kind, node)
-        scope.bind(name, _Binding("v", value=("d", symbol)))
+        named = _Binding("v", value=("d", symbol))
+        scope.bind(name, named)
+        self._def_bindings[symbol] = named
         inner = _Scope("function", symbol, scope, cls=scope.cls if kind == "method" else None)
         parameters = node.child_by_field_name("parameters")
         self._parameters(parameters, symbol, inner, scope, method=kind == "method")
@@ -582,11 +593,12 @@ class PythonExtractor:
         arguments: dict[tuple[str, str], list[_Binding]] = {}
         for site in self.sites:
             if site.decorates is not None:
-                # `@dec def f`: dec is called with f
+                # `@dec def f`: dec is called with f, as the decorators below it left it
                 for function, _ in self._local_callees(site):
                     if function.params:
-                        arguments.setdefault((function.symbol, function.params[0]), []).append(
-                            _Binding("v", value=("d", site.decorates))
+                        arguments.setdefault((function.symbol, function.params[0]), []).extend(
+                            _Binding("raw", value=v)
+                            for v in self._decorated(site.decorates, site.layer, 0)
                         )
                 continue
             if site.args is None:
@@ -813,9 +825,15 @@ class PythonExtractor:
         return result
 
     def _binding_values(self, binding: _Binding, depth: int) -> list[V]:
-        if binding.kind == "v":
+        if binding.kind in ("v", "raw"):
             assert binding.value is not None
             return [binding.value]
+        if binding.kind == "dec":
+            # The function as written too: at run time the call goes through the wrapper,
+            # but "who calls f" must not become "who calls any function that dec wraps".
+            assert binding.value is not None
+            wrapped = self._decorated(binding.value[1], MAX_DEPTH, depth)
+            return [binding.value, *(v for v in wrapped if v != binding.value)]
         if binding.kind == "p":
             self._tainted = True  # what reaches a parameter changes from round to round
             symbol, name = binding.key
@@ -832,6 +850,77 @@ class PythonExtractor:
         if binding.kind == "ann":
             return [("i", v) for v in self._annotation(binding.node, binding.scope, depth)]
         return []
+
+    def _decorated(self, symbol: str, layers: int, depth: int) -> list[V]:
+        """What the name of a decorated function holds once its first `layers` decorators
+        are applied: what each one returns when it is a function of this file whose every
+        return is its own first parameter (a decorator that registers) or a function of this
+        file (a wrapper). Any other decorator (imported, a class, a builtin like `property`,
+        returning anything else) leaves the function itself: it is most likely still what
+        runs, and a guess would lose the edge."""
+        this: list[V] = [("d", symbol)]
+        if symbol not in self.decorations:
+            return this
+        scope, exprs = self.decorations[symbol]
+        current = this
+        for expr in exprs[:layers]:
+            applied: list[V] = []
+            for decorator in self.eval(expr, scope, depth):
+                for function in self._decorator_functions(decorator, depth):
+                    if function is None:
+                        return this
+                    returned = self._returned(function, current, depth)
+                    if returned is None:
+                        return this
+                    applied += returned
+            if not applied:
+                return this
+            current = applied
+        return current
+
+    def _decorator_functions(self, value: V, depth: int) -> list[_Function | None]:
+        """The functions of this file a decorator value calls (`dec`, or `factory()` that
+        returns one); None for anything else."""
+        if value[0] == "d":
+            definition = self.definitions.get(value[1])
+            function = self.functions.get(value[1])
+            if definition is None or definition.kind == "class" or function is None:
+                return [None]
+            return [function]
+        if value[0] == "c" and value[1][0] == "d" and value[1][1] in self.functions:
+            made = [
+                v
+                for binding in self.returns.get(value[1][1], [])
+                if binding.kind != "ann"
+                for v in self._binding_values(binding, depth)
+            ]
+            return [f for v in made for f in self._decorator_functions(v, depth)] or [None]
+        return [None]
+
+    def _returned(self, function: _Function, argument: list[V], depth: int) -> list[V] | None:
+        """What calling a decorator with `argument` returns, or None when not a function."""
+        if not function.params:
+            return None
+        own = self._function_scopes.get(function.symbol)
+        out: list[V] = []
+        for binding in self.returns.get(function.symbol, []):
+            if binding.kind == "ann":
+                continue
+            node = binding.node
+            if (
+                node is not None
+                and node.type == "identifier"
+                and self._t(node) == function.params[0]
+                and binding.scope is not None
+                and self._lookup_scope(function.params[0], binding.scope) is own
+            ):
+                out += argument  # `return f`: this call's argument, not every decorated one
+                continue
+            values = self._binding_values(binding, depth)
+            if not values or any(v[0] != "d" or v[1] not in self.functions for v in values):
+                return None
+            out += values
+        return out or None
 
     def _annotation(self, node: Node, scope: _Scope, depth: int) -> list[V]:
         """The classes an annotation names: `Foo`, `mod.Foo`, "Foo", `Foo | None`,
@@ -886,7 +975,7 @@ class PythonExtractor:
             return False
         name = self._t(node)
         holder = self._lookup_scope(name, scope)
-        return all(b.kind == "v" for b in holder.bindings.get(name, []))
+        return all(b.kind in ("v", "dec") for b in holder.bindings.get(name, []))
 
     # -- facts -------------------------------------------------------------------------------
 
