@@ -209,3 +209,24 @@ def test_a_decorated_name_holds_the_function_and_what_a_local_decorator_returns(
     # A decorator returning its argument, or one from outside: the function itself.
     assert {t for s, t in found if s == "app.py:main" and "plain" in t} == {"app.py:plain"}
     assert ("app.py:main", "app.py:cached") in found
+
+
+def test_a_slice_of_a_list_keeps_the_items_at_those_positions() -> None:
+    found = calls(
+        {
+            "steps.py": "def a():\n    pass\n\ndef b():\n    pass\n\ndef c():\n    pass\n\n"
+            "def d():\n    pass\n\n"
+            "steps = [a, b, c, d]\n"
+            "def middle():\n    steps[1:3][0]()\n"
+            "def every_other():\n    steps[::2][1]()\n"
+            "def from_n(n):\n    steps[n:][0]()\n",
+        }
+    )
+
+    def called(caller: str) -> set[str]:
+        return {t for s, t in found if s == f"steps.py:{caller}"}
+
+    assert called("middle") == {"steps.py:b"}
+    assert called("every_other") == {"steps.py:c"}
+    # A bound that is not a literal: any item may be first.
+    assert called("from_n") == {"steps.py:a", "steps.py:b", "steps.py:c", "steps.py:d"}
