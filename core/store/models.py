@@ -368,3 +368,40 @@ class GraphEdge(SQLModel, table=True):
     target_line: int | None = None
     target_name: str = Field(sa_column=Column(Text, nullable=False))
     confidence: float
+
+
+class OutboxRow(SQLModel, table=True):
+    """A message core wants posted (a digest, a late reply), waiting for the process that owns
+    the platform connection to deliver it (`core.outbox`). `key` is the producer's idempotency
+    key: enqueueing it again stores nothing. A row is leased to one drainer at a time
+    (`lease_owner` until `lease_until`); `attempts` counts the deliveries started."""
+
+    __tablename__ = "outbox"
+    __table_args__ = (
+        UniqueConstraint("key", name="uq_outbox_key"),
+        Index("ix_outbox_due", "platform", "state", "next_attempt_at"),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    created_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
+    key: str = Field(max_length=255)
+    platform: str = Field(max_length=32)
+    tenant: str = Field(max_length=128)
+    channel: str = Field(max_length=128)
+    thread: str | None = Field(default=None, max_length=128)
+    title: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    text: str = Field(sa_column=Column(Text, nullable=False))
+    attachments: str = Field(default="[]", sa_column=Column(Text, nullable=False))  # JSON
+    state: str = Field(default="pending", max_length=16)  # pending | delivered | failed
+    attempts: int = 0
+    next_attempt_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
+    lease_owner: str | None = Field(default=None, max_length=128)
+    lease_until: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
+    last_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    message_ref: str | None = Field(default=None, max_length=128)
+    finished_at: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
