@@ -230,3 +230,44 @@ def test_a_slice_of_a_list_keeps_the_items_at_those_positions() -> None:
     assert called("every_other") == {"steps.py:c"}
     # A bound that is not a literal: any item may be first.
     assert called("from_n") == {"steps.py:a", "steps.py:b", "steps.py:c", "steps.py:d"}
+
+
+def test_self_attribute_no_class_of_the_mro_has_comes_from_the_subclasses() -> None:
+    found = calls(
+        {
+            "base.py": "class Job:\n"
+            "    def run(self):\n"
+            "        self.step()\n"  # defined only by subclasses
+            "        self.log()\n"  # Job's own: subclasses' overrides are not guessed
+            "    def log(self):\n"
+            "        pass\n\n"
+            "def make():\n"
+            "    return Job()\n",  # no __init__ anywhere up: never a subclass's
+            "jobs.py": "from base import Job\n\n"
+            "class Copy(Job):\n"
+            "    def __init__(self):\n"
+            "        self.step = self.copy\n"
+            "    def copy(self):\n"
+            "        pass\n"
+            "    def log(self):\n"
+            "        pass\n\n"
+            "class Move(Job):\n"
+            "    def step(self):\n"
+            "        pass\n",
+            "ext.py": "import threading\n\n"
+            "class Worker(threading.Thread):\n"
+            "    def go(self):\n"
+            "        self.start()\n\n"
+            "class Mine(Worker):\n"
+            "    def start(self):\n"
+            "        pass\n",
+        }
+    )
+    assert {t for s, t in found if s == "base.py:Job.run"} == {
+        "jobs.py:Copy.copy",
+        "jobs.py:Move.step",
+        "base.py:Job.log",
+    }
+    assert not any(s == "base.py:make" and not t.startswith("?") for s, t in found)
+    # An outside base may define it: that is where it goes, as before.
+    assert {t for s, t in found if s == "ext.py:Worker.go"} == {"?threading.Thread.start"}

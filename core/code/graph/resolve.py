@@ -79,6 +79,7 @@ class Resolver:
                     self.top_level.setdefault(d.symbol, []).append((path, d.symbol))
         self._memo: dict[tuple[str, Any], frozenset[Found]] = {}
         self._mros: dict[tuple[str, str], list[Entity]] = {}
+        self._subclasses: dict[tuple[str, str], list[tuple[str, str]]] | None = None
         self._active: set[tuple[str, Any]] = set()
         self._go: GoResolver | None = None
         self._java: JavaResolver | None = None
@@ -206,7 +207,10 @@ class Resolver:
         if tag == "D" and self._kind(entity) == "class":
             return self._class_member(entity[1], entity[2], attr, 0, depth)
         if tag == "I":
-            return self._class_member(entity[1], entity[2], attr, 0, depth)
+            found = self._class_member(entity[1], entity[2], attr, 0, depth)
+            if not found and not (attr.startswith("__") and attr.endswith("__")):
+                found = self._subclass_member(entity[1], entity[2], attr, depth)
+            return found
         if tag == "S":
             return self._class_member(entity[1], entity[2], attr, 1, depth)
         if tag == "X" and entity[1]:
@@ -225,6 +229,28 @@ class Resolver:
                     f for v in facts.members[attr] for f in self.eval(owner[1], _freeze(v), depth)
                 ]
         return []
+
+    def _subclass_member(self, path: str, symbol: str, attr: str, depth: int) -> list[Found]:
+        """`self.attr` where no class of the MRO has attr (and none is outside the
+        repository, which could): it can only come from a subclass, so it is each subclass's
+        own attr (`Base.run` calling `self.step()` that subclasses define or assign).
+        Special methods are left out: `Base()` never calls a subclass's `__init__`."""
+        if self._subclasses is None:
+            self._subclasses = {}
+            for file_path in sorted(self.definitions):
+                for cls in sorted(self.files[file_path].classes):
+                    for ancestor in self.mro(file_path, cls)[1:]:
+                        if ancestor[0] == "D":
+                            key = (ancestor[1], ancestor[2])
+                            self._subclasses.setdefault(key, []).append((file_path, cls))
+        found: list[Found] = []
+        for sub_path, sub in self._subclasses.get((path, symbol), []):
+            facts = self.files[sub_path].classes.get(sub)
+            if facts is not None and attr in facts.members:
+                found += [
+                    f for v in facts.members[attr] for f in self.eval(sub_path, _freeze(v), depth)
+                ]
+        return found
 
     def call_result(self, entity: Entity, depth: int) -> list[Found]:
         if entity[0] == "D":
