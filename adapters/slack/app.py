@@ -28,6 +28,7 @@ from adapters.slack.delivery import Delivery, DeliveryFailed, Target
 from adapters.slack.filters import BotIdentity
 from adapters.slack.logs import BOLT_LOGGER, quiet_logger
 from adapters.slack.mrkdwn import to_mrkdwn
+from adapters.slack.outbox import OutboxDelivery
 from adapters.slack.progress import ProgressLine
 from adapters.slack.translate import PLATFORM, tenant_of, thread_of, to_request
 from adapters.slack.web import SlackConfigError, api_base_url, make_web_client
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
 
     from adapters.slack.payloads import EventCallback, SlashCommand
+    from core.outbox import OutboxItem
     from core.request import Reply
     from core.service import Core
 
@@ -98,6 +100,7 @@ class SlackAdapter:
         self._client: AsyncWebClient | None = None
         self._bolt: AsyncApp | None = None
         self._delivery: Delivery | None = None
+        self._outbox: OutboxDelivery | None = None
         self._work = BackgroundWork("Slack")
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -142,6 +145,7 @@ class SlackAdapter:
             session=self._session,
             backoff=self.config.delivery_backoff,
         )
+        self._outbox = OutboxDelivery(self._client, self.core.events)
         self._bolt = self._build_bolt()
         log.info(
             "Slack adapter ready (%s mode) as bot user %s in %s",
@@ -164,6 +168,13 @@ class SlackAdapter:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+    async def deliver_outbox(self, item: OutboxItem) -> str:
+        """Post one outbox message (digests, late replies) exactly once; returns the ts of
+        its first message. Raises `core.outbox.DeliveryError` when Slack refuses it."""
+        if self._outbox is None:
+            raise RuntimeError("SlackAdapter.start() first")
+        return await self._outbox.deliver(item)
 
     @property
     def bolt(self) -> AsyncApp:

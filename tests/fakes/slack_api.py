@@ -9,7 +9,8 @@ slack_sdk client, answering like Slack and recording every call.
     fake.drop_next("chat.postMessage")           # posts, then loses the response
 
 It keeps the messages it was asked to post (per channel, with thread_ts and metadata) so
-`conversations.replies` / `conversations.history` answer from them, rejects texts over 4,000
+`conversations.replies` / `conversations.history` answer from them (paged like Slack, top-level
+messages only in the history, metadata only with `include_all_metadata`), rejects texts over 4,000
 characters with `msg_too_long` as Slack does, serves the files upload v2 flow, and a Socket
 Mode websocket (`apps.connections.open` + `send_envelope`). The server runs in its own thread
 and event loop, so sync tests and apps on other loops can use it alike.
@@ -329,18 +330,45 @@ class FakeSlack:
         return {"ok": True}
 
     def _m_conversations_replies(self, args: dict[str, Any]) -> dict[str, Any]:
+        """A thread, oldest first: its parent, then the replies."""
         with self._cond:
             msgs = [
                 m
                 for m in self._messages.get(args.get("channel", ""), [])
                 if m["ts"] == args.get("ts") or m.get("thread_ts") == args.get("ts")
             ]
-        return {"ok": True, "messages": msgs, "has_more": False}
+        return self._page(msgs, args)
 
     def _m_conversations_history(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Top-level messages of a channel (thread replies are not in its history), newest
+        first."""
         with self._cond:
-            msgs = [m for m in self._messages.get(args.get("channel", ""), [])]
-        return {"ok": True, "messages": list(reversed(msgs)), "has_more": False}
+            msgs = [
+                m
+                for m in self._messages.get(args.get("channel", ""), [])
+                if m.get("thread_ts") in (None, m["ts"])
+            ]
+        return self._page(list(reversed(msgs)), args)
+
+    def _page(self, msgs: list[dict[str, Any]], args: dict[str, Any]) -> dict[str, Any]:
+        """As Slack pages: `oldest`/`latest` (exclusive), `limit`, `cursor`; message metadata
+        only with `include_all_metadata`."""
+        if args.get("oldest"):
+            msgs = [m for m in msgs if float(m["ts"]) > float(args["oldest"])]
+        if args.get("latest"):
+            msgs = [m for m in msgs if float(m["ts"]) < float(args["latest"])]
+        start = int(args.get("cursor") or 0)
+        limit = int(args.get("limit") or 100)
+        page = msgs[start : start + limit]
+        if str(args.get("include_all_metadata")) not in ("1", "true", "True"):
+            page = [{k: v for k, v in m.items() if k != "metadata"} for m in page]
+        more = start + limit < len(msgs)
+        return {
+            "ok": True,
+            "messages": page,
+            "has_more": more,
+            "response_metadata": {"next_cursor": str(start + limit) if more else ""},
+        }
 
     def _m_files_getUploadURLExternal(self, args: dict[str, Any]) -> dict[str, Any]:
         file_id = f"F{uuid.uuid4().hex[:10].upper()}"
