@@ -271,3 +271,28 @@ def test_self_attribute_no_class_of_the_mro_has_comes_from_the_subclasses() -> N
     assert not any(s == "base.py:make" and not t.startswith("?") for s, t in found)
     # An outside base may define it: that is where it goes, as before.
     assert {t for s, t in found if s == "ext.py:Worker.go"} == {"?threading.Thread.start"}
+
+
+def test_generators_comprehensions_and_unpacking_carry_functions() -> None:
+    found = calls(
+        {
+            "m.py": "def a():\n    pass\n\ndef b():\n    pass\n\ndef c():\n    pass\n\n"
+            "def gen():\n    yield a\n\n"
+            "def more():\n    yield from [b]\n\n"
+            "def pair():\n    return a, b\n\n"
+            "def by_yield():\n    for f in gen():\n        f()\n\n"
+            "def by_yield_from():\n    for f in more():\n        f()\n\n"
+            "def by_comprehension():\n    for f in [g for g in (b, c)]:\n        f()\n\n"
+            "def by_star():\n    first, *rest = a, b, c\n    first()\n    rest[1]()\n\n"
+            "def by_result():\n    x, y = pair()\n    y()\n",
+        }
+    )
+
+    def called(caller: str) -> set[str]:
+        return {t for s, t in found if s == f"m.py:{caller}" and not t.startswith("?")}
+
+    assert called("by_yield") == {"m.py:gen", "m.py:a"}
+    assert called("by_yield_from") == {"m.py:more", "m.py:b"}
+    assert called("by_comprehension") == {"m.py:b", "m.py:c"}
+    assert called("by_star") == {"m.py:a", "m.py:c"}
+    assert called("by_result") == {"m.py:pair", "m.py:b"}

@@ -63,6 +63,7 @@ _VISITED = frozenset(
         "for_in_clause",
         "as_pattern",
         "return_statement",
+        "yield",
         "call",
     }
 )
@@ -327,6 +328,15 @@ class PythonExtractor:
                 self.returns.setdefault(scope.symbol, []).append(
                     _Binding("e", node=value, scope=scope)
                 )
+        elif kind == "yield":
+            # A generator's call returns what it yields, as the elements of a container
+            # (`for f in gen(): f()`); `yield from xs` yields the elements of xs.
+            value = node.named_children[0] if node.named_children else None
+            if value is not None and scope.kind == "function":
+                spread = any(c.type == "from" for c in node.children)
+                self.returns.setdefault(scope.symbol, []).append(
+                    _Binding("yield", node=value, scope=scope, key=spread)
+                )
         elif kind == "call":
             function = node.child_by_field_name("function")
             if function is not None and not (
@@ -536,12 +546,8 @@ class PythonExtractor:
             if annotation is not None:
                 scope.bind(name, _Binding("ann", node=annotation, scope=scope))
         elif target.type in ("pattern_list", "tuple_pattern", "list_pattern"):
-            items = target.named_children
-            values = value.named_children if value is not None else []
-            if value is not None and value.type in ("expression_list", "tuple", "list"):
-                if len(values) == len(items):
-                    for item, item_value in zip(items, values, strict=True):
-                        self._bind_target(item, item_value, None, scope)
+            if value is not None:
+                self._bind_items(target.named_children, value, scope)
         elif target.type == "attribute" and value is not None:
             obj = target.child_by_field_name("object")
             attr = self._t(target.child_by_field_name("attribute"))
@@ -557,6 +563,38 @@ class PythonExtractor:
                 self._lookup_scope(self._t(container), scope).bind(
                     self._t(container), _Binding("si", node=value, scope=scope, key=key)
                 )
+
+    def _bind_items(self, items: list[Node], value: Node, scope: _Scope) -> None:
+        """`a, *rest, z = value`: each target its item of the value (`*rest` a list of
+        those in the middle), written out or, for any other value, item i of it."""
+        star = next((i for i, item in enumerate(items) if item.type == "list_splat_pattern"), None)
+        if value.type in ("expression_list", "tuple", "list"):
+            values = value.named_children
+            if star is None:
+                if len(values) == len(items):
+                    for item, item_value in zip(items, values, strict=True):
+                        self._bind_target(item, item_value, None, scope)
+                return
+            after = len(items) - star - 1
+            if len(values) < star + after:
+                return
+            for item, item_value in zip(items[:star], values[:star], strict=True):
+                self._bind_target(item, item_value, None, scope)
+            for item, item_value in zip(
+                items[star + 1 :], values[len(values) - after :], strict=True
+            ):
+                self._bind_target(item, item_value, None, scope)
+            rest = items[star].named_children
+            if rest and rest[0].type == "identifier":
+                name = self._t(rest[0])
+                for position, item_value in enumerate(values[star : len(values) - after]):
+                    scope.bind(name, _Binding("si", node=item_value, scope=scope, key=position))
+            return
+        if star is not None:
+            return
+        for position, item in enumerate(items):
+            if item.type == "identifier":
+                scope.bind(self._t(item), _Binding("ix", node=value, scope=scope, key=position))
 
     def _lookup_scope(self, name: str, scope: _Scope) -> _Scope:
         """The scope that binds `name` as seen from `scope` (the module's when none does)."""
@@ -752,6 +790,17 @@ class PythonExtractor:
                 key = _literal(pair.child_by_field_name("key"))
                 pairs += [(key, v) for v in self.eval(value, scope, depth)]
             return [("L", tuple(pairs))] if pairs else ()
+        if kind in ("list_comprehension", "set_comprehension", "generator_expression"):
+            body = node.child_by_field_name("body")
+            made: tuple[tuple[Any, V], ...] = (
+                tuple((None, v) for v in self.eval(body, scope, depth)) if body else ()
+            )
+            return [("L", made)] if made else ()
+        if kind == "dictionary_comprehension":
+            body = node.child_by_field_name("body")
+            value = body.child_by_field_name("value") if body is not None else None
+            made = tuple((None, v) for v in self.eval(value, scope, depth)) if value else ()
+            return [("L", made)] if made else ()
         if kind == "lambda":
             return [("d", self._lambda(node, scope, None))]
         if kind == "conditional_expression":
@@ -880,6 +929,12 @@ class PythonExtractor:
             return list(self.eval(binding.node, binding.scope, depth))
         if binding.kind == "it":
             return self._select(self.eval(binding.node, binding.scope, depth), None)
+        if binding.kind == "ix":
+            return self._select(self.eval(binding.node, binding.scope, depth), binding.key)
+        if binding.kind == "yield":
+            yielded = self.eval(binding.node, binding.scope, depth)
+            items = self._select(yielded, None) if binding.key else list(yielded)
+            return [("L", tuple((None, v) for v in items))] if items else []
         if binding.kind == "ann":
             return [("i", v) for v in self._annotation(binding.node, binding.scope, depth)]
         return []
