@@ -50,6 +50,7 @@ from core import messages
 if TYPE_CHECKING:
     from adapters.discord.payloads import CommandData
     from config.settings import Settings
+    from core.outbox import OutboxItem
     from core.service import Core
 
 log = logging.getLogger("threadline.discord")
@@ -444,6 +445,19 @@ class DiscordAdapter:
         except discord.Forbidden:  # the member does not accept DMs from this server
             note = messages.DISCORD_CANNOT_DM
         await delivery.post(self.core.events, channel, key, [Outgoing(text=note)])
+
+    # -- outbox --------------------------------------------------------------------------------
+
+    async def deliver_outbox(self, item: OutboxItem) -> str:
+        """Post one outbox message (digests, late replies) exactly once as far as Discord
+        allows; returns the id of its first message. Raises `core.outbox.DeliveryError` when
+        Discord refuses it. Call once the client is ready (`wait_ready`)."""
+        from adapters.discord import outbox
+
+        tenant = item.message.tenant
+        guild = self.client.get_guild(int(tenant)) if tenant.isdigit() else None
+        limit = self._upload_limit(guild)
+        return await outbox.deliver(self.client, self.core.events, item, upload_limit=limit)
 
     def _upload_limit(self, guild: discord.Guild | None) -> int:
         """The configured limit, never above what the guild's boost level allows."""

@@ -151,6 +151,7 @@ class Message(TypedDict):
     pinned: bool
     type: int  # 0 default, 19 reply, 21 thread starter ...
     flags: int
+    nonce: NotRequired[str]  # in the answer to a message sent with one
 
 
 class Interaction(TypedDict):

@@ -18,6 +18,8 @@ What it is careful about, because discord.py 2.7.1 depends on it:
 - interaction callbacks answer `?with_response=1` with the callback resource, interactions
   carry `attachment_size_limit`, a callback later than 3 s gets "Unknown interaction" and the
   first follow-up after a deferral replaces the "thinking…" response, keeping its visibility;
+- a message sent with `enforce_nonce` and a nonce the bot used within `nonce_window` seconds
+  is answered with the earlier message, and nothing new is posted;
 - the gateway session survives a dropped socket: RESUME replays what the client missed (and,
   on request, events it already had: Discord delivers at least once) and then RESUMED;
   an invalid session (op 9) makes the client identify again, which fires `on_ready` again.
@@ -66,6 +68,7 @@ MAX_CONTENT = 2_000
 EPHEMERAL = 1 << 6
 LOADING = 1 << 7
 INTERACTION_WINDOW = 3.0  # seconds Discord allows before the first interaction response
+NONCE_WINDOW = 300.0  # seconds Discord remembers an enforced nonce ("a few minutes")
 
 
 @dataclass
@@ -128,6 +131,7 @@ class FakeDiscord:
         *,
         upload_limit: int = 10 * 1024 * 1024,
         interaction_window: float = INTERACTION_WINDOW,
+        nonce_window: float = NONCE_WINDOW,
         privileged_intents: bool = True,
         gateway_up: bool = True,
         shards: int = 1,
@@ -135,6 +139,8 @@ class FakeDiscord:
         self._id = world.snowflake_factory()
         self.upload_limit = upload_limit
         self.interaction_window = interaction_window
+        self.nonce_window = nonce_window
+        self._nonces: dict[str, tuple[Posted, float]] = {}  # the bot's enforced nonces
         self.privileged_intents = privileged_intents
         self.shard_count = shards
         self.gateway = FakeGateway(self)
@@ -568,9 +574,20 @@ class FakeDiscord:
         problem = self._check_content(body, call.files)
         if problem is not None:
             return problem
+        nonce = str(body.get("nonce") or "")
+        if nonce and body.get("enforce_nonce"):
+            seen = self._nonces.get(nonce)
+            if seen is not None and call.at - seen[1] <= self.nonce_window:
+                # The same author sent this nonce a moment ago: Discord answers with that
+                # message and creates none.
+                return json_response(200, {**self._bot_message(seen[0]), "nonce": nonce})
         posted = Posted(self._id(), channel_id, body.get("content") or "", call.files)
         self.posts.append(posted)
+        if nonce:
+            self._nonces[nonce] = (posted, call.at)
         message = self._bot_message(posted)
+        if nonce:
+            message["nonce"] = nonce
         if channel_id in self.channels:
             message["guild_id"] = self.guild_id
             await self.dispatch("MESSAGE_CREATE", message)  # the bot's own echo
@@ -671,7 +688,8 @@ class FakeDiscord:
                 {"message": "A thread has already been created for this message", "code": 160004},
             )
         origin = self.user_messages.get(message_id)
-        if origin is None or origin["channel_id"] != channel_id:
+        own = any(p.id == message_id and p.channel_id == channel_id for p in self.posts)
+        if not own and (origin is None or origin["channel_id"] != channel_id):
             return json_response(404, {"message": "Unknown Message", "code": 10008})
         thread = self._thread(message_id, channel_id, name, self.bot["id"])
         self.channels[message_id] = thread
