@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from core.code.repos import RepoStore
     from core.code.search import CodeSearch
     from core.code.vectors import VectorStore
+    from core.digest.runner import DigestRunner
+    from core.outbox import Outbox
     from core.policy import Policy
     from core.skills.service import Skills
 
@@ -38,6 +40,8 @@ class App:
     search: CodeSearch
     indexer: Indexer
     skills: Skills
+    outbox: Outbox
+    digests: DigestRunner
 
     async def aclose(self) -> None:
         for model in [self.model, *self.models]:
@@ -70,16 +74,21 @@ def build_app(
     from core.code.search import CodeSearch
     from core.code.tools import code_tools
     from core.commands import CommandRegistry, builtin_commands
+    from core.digest.commands import digest_commands
+    from core.digest.runner import DigestRunner, OutboxSink
+    from core.digest.store import DigestStore
     from core.events import EventLedger
     from core.llm.usage import UsageRecorder
     from core.memory.commands import memory_commands
     from core.memory.facts import MemoryStore
     from core.memory.history import HistoryStore
     from core.memory.tools import memory_tools
+    from core.outbox import Outbox, owner_id
     from core.policy import Policy
     from core.prompt import PromptBuilder
     from core.quotas import QuotaLedger
     from core.service import Limits
+    from core.session import ToolSession
     from core.skills.commands import skill_commands
     from core.skills.index import SkillRanker
     from core.skills.library import SkillLibrary, default_folders
@@ -161,6 +170,25 @@ def build_app(
             agents[name] = make_agent(chat_model)
     metrics = Metrics() if with_metrics else None
     skills_cmds, run_skill_by_name = skill_commands(skills)
+    outbox = Outbox(db, clock)
+    digest_store = DigestStore(db, clock)
+
+    def channel_model(session: ToolSession) -> ChatModel | None:
+        chosen = core.agent_for(session)
+        return chosen.model if chosen is not None else None
+
+    digests = DigestRunner(
+        store=digest_store,
+        db=db,
+        repos=repos,
+        policy=policy,
+        quotas=quotas,
+        usage=usage,
+        sink=OutboxSink(outbox),
+        owner=owner_id(),
+        model_for=channel_model,
+        clock=clock,
+    )
     core = Core(
         policy=policy,
         commands=CommandRegistry(
@@ -169,6 +197,7 @@ def build_app(
                 *memory_commands(memory),
                 *code_commands(repos, indexer),
                 *skills_cmds,
+                *digest_commands(digest_store, lambda: digests),
             ],
             fallback=run_skill_by_name,
         ),
@@ -193,6 +222,8 @@ def build_app(
         search=search,
         indexer=indexer,
         skills=skills,
+        outbox=outbox,
+        digests=digests,
     )
 
 

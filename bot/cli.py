@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from adapters.console.translate import ConsoleIdentity
     from bot.app import App
     from config.settings import Settings
+    from core.digest.scheduler import DigestScheduler
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
 
@@ -228,6 +229,7 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         print(f"Threadline cannot start: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     upkeep: asyncio.Task[None] | None = None
+    scheduler: DigestScheduler | None = None
     try:
         if _long_running(args.command, settings) and not await _database_reachable(app):
             return EXIT_FAILED
@@ -235,6 +237,12 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             from bot.upkeep import start_upkeep
 
             upkeep = start_upkeep(app)
+        if args.command in ("run", "worker"):
+            # Every worker runs the digest scheduler: claims in SQL make each period run once.
+            from core.digest.scheduler import DigestScheduler
+
+            scheduler = DigestScheduler(app.digests)
+            await scheduler.start()
         elif args.command == "chat":  # an edited playbook is tried at once in a chat session
             from bot.upkeep import keep_skills_fresh
 
@@ -277,6 +285,8 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             return await run_worker(app)
         raise AssertionError(args.command)
     finally:
+        if scheduler is not None:
+            await scheduler.stop()  # releases its claims, so another worker may take them over
         if upkeep is not None:
             upkeep.cancel()
             await asyncio.gather(upkeep, return_exceptions=True)

@@ -1,8 +1,8 @@
 """The background worker (`threadline worker`): the Discord gateway client when DISCORD_TOKEN is
-set (the scheduler joins it once that feature exists). It stops cleanly on SIGTERM/SIGINT
-(answers in flight finish first), and exits non-zero when Discord cannot be served — a bad
-token, a missing privileged intent, a first connection that failed — so a process supervisor
-restarts it and the log says why."""
+set, next to the digest scheduler (started by the CLI for `worker` and `run`). It stops cleanly
+on SIGTERM/SIGINT (answers in flight finish first), and exits non-zero when Discord cannot be
+served — a bad token, a missing privileged intent, a first connection that failed — so a
+process supervisor restarts it and the log says why."""
 
 from __future__ import annotations
 
@@ -38,8 +38,7 @@ async def run_background(app: App, stop: asyncio.Event, **discord_tuning: Any) -
     `threadline run` can run them next to the Slack server). Returns the exit status."""
     if app.settings.discord_token is None:
         log.info(
-            "worker started; nothing to run: DISCORD_TOKEN is not set and this version has no "
-            "scheduler (waiting for SIGTERM)"
+            "worker started: digest scheduler only (DISCORD_TOKEN is not set); waiting for SIGTERM"
         )
         await stop.wait()
         log.info("worker stopping")

@@ -370,6 +370,48 @@ class GraphEdge(SQLModel, table=True):
     confidence: float
 
 
+class DigestSubscription(SQLModel, table=True):
+    """A digest a channel asked for: what kind, when (cron in a time zone) and its options."""
+
+    __tablename__ = "digest_subscriptions"
+    __table_args__ = (Index("ix_digest_subscriptions_channel", "platform", "tenant", "channel"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    created_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
+    updated_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
+    platform: str = Field(max_length=32)
+    tenant: str = Field(max_length=128)
+    channel: str = Field(max_length=128)
+    created_by: str = Field(max_length=128)
+    kind: str = Field(max_length=32)
+    cron: str = Field(max_length=128)
+    tz: str = Field(max_length=64)
+    repo: str | None = Field(default=None, max_length=128)
+    skip_empty: bool = False
+    voice: bool = False
+    paused: bool = False
+
+
+class DigestRun(SQLModel, table=True):
+    """One period of one subscription, claimed before it runs: the unique key makes the
+    process whose insert won the only one that does the work; `lease_until` lets another
+    process take over a claim whose process died."""
+
+    __tablename__ = "digest_runs"
+    __table_args__ = (UniqueConstraint("subscription_id", "scheduled_for"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    subscription_id: int = Field(foreign_key="digest_subscriptions.id", ondelete="CASCADE")
+    scheduled_for: datetime = Field(sa_column=_ts())
+    claimed_by: str = Field(max_length=128)
+    claimed_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
+    lease_until: datetime = Field(sa_column=_ts())
+    attempts: int = 1
+    state: str = Field(default="running", max_length=16)  # running | posted | empty | skipped | failed
+    detail: str = Field(default="", max_length=500)
+    finished_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+
+
 class OutboxRow(SQLModel, table=True):
     """A message core wants posted (a digest, a late reply), waiting for the process that owns
     the platform connection to deliver it (`core.outbox`). `key` is the producer's idempotency
@@ -405,3 +447,18 @@ class OutboxRow(SQLModel, table=True):
     finished_at: datetime | None = Field(
         default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
     )
+
+
+class TenantSetting(SQLModel, table=True):
+    """A setting of one tenant (a Slack workspace, a Discord server), e.g. its time zone."""
+
+    __tablename__ = "tenant_settings"
+    __table_args__ = (UniqueConstraint("platform", "tenant", "key"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    updated_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
+    platform: str = Field(max_length=32)
+    tenant: str = Field(max_length=128)
+    key: str = Field(max_length=64)
+    value: str = Field(max_length=256)
+    updated_by: str = Field(max_length=128)

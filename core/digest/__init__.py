@@ -1,0 +1,1 @@
+"""Scheduled digests: subscriptions, schedules, run claims, kinds and the scheduler."""

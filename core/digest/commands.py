@@ -1,0 +1,215 @@
+"""`/digest`: scheduled digests of a channel.
+
+    /digest add SCHEDULE KIND [--tz ZONE] [--skip-empty] [--repo NAME] [--voice]
+    /digest list                      (needs ask)
+    /digest remove|pause|resume|run ID
+    /digest timezone ZONE             the tenant's default zone (needs admin)
+
+SCHEDULE is a preset (`daily`, `weekdays`, `weekly`, `hourly`: at 09:00, on the hour) or a
+5-field cron in quotes ("0 9 * * 1-5"). Everything but `list` needs `digest.manage`. A
+subscription belongs to the channel it was made in: IDs of other channels read as unknown.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from datetime import datetime
+
+from core.commands import Command, CommandContext
+from core.digest.kinds import KINDS
+from core.digest.runner import DigestRunner, schedule_of
+from core.digest.schedule import PRESETS, ScheduleError, parse_schedule, zone
+from core.digest.store import DigestStore
+from core.request import Reply
+from core.store.models import DigestSubscription
+
+USAGE = (
+    "Usage: `/digest add SCHEDULE KIND [--tz ZONE] [--skip-empty] [--repo NAME]`, "
+    "`/digest list`, `/digest remove|pause|resume|run ID`, `/digest timezone ZONE`.\n"
+    f'SCHEDULE: {", ".join(PRESETS)} or 5 cron fields in quotes, e.g. "0 9 * * 1-5". '
+    f"KIND: {', '.join(sorted(KINDS))}."
+)
+MAX_PER_CHANNEL = 20
+_QUOTES = str.maketrans({"“": '"', "”": '"', "‘": "'", "’": "'"})  # Slack and phones curl them
+
+
+class _Usage(Exception):
+    pass
+
+
+def digest_commands(
+    store: DigestStore,
+    runner: Callable[[], DigestRunner | None],
+    *,
+    voice_available: Callable[[], bool] = lambda: False,
+) -> list[Command]:
+    async def digest(ctx: CommandContext, args: str) -> Reply:
+        try:
+            words = shlex.split(args.translate(_QUOTES))
+        except ValueError:
+            return Reply("Unbalanced quotes. " + USAGE, ok=False, ephemeral=True)
+        verb = words[0].lower() if words else "list"
+        rest = words[1:]
+        try:
+            if verb == "list":
+                ctx.session.require("ask")
+                return await _list(ctx)
+            if verb == "timezone":
+                ctx.session.require("admin")
+                return await _timezone(ctx, rest)
+            ctx.session.require("digest.manage")
+            if verb == "add":
+                return await _add(ctx, rest)
+            if verb in ("remove", "pause", "resume", "run"):
+                return await _by_id(ctx, verb, rest)
+        except _Usage as exc:
+            return Reply(f"{exc}\n\n{USAGE}", ok=False, ephemeral=True)
+        return Reply(USAGE, ok=False, ephemeral=True)
+
+    async def _add(ctx: CommandContext, words: list[str]) -> Reply:
+        who = ctx.session.identity
+        options: dict[str, str | None] = {"--tz": None, "--repo": None}
+        flags = {"--skip-empty": False, "--voice": False}
+        positional: list[str] = []
+        i = 0
+        while i < len(words):
+            w = words[i]
+            if w in options:
+                if i + 1 >= len(words):
+                    raise _Usage(f"`{w}` needs a value.")
+                options[w] = words[i + 1]
+                i += 2
+                continue
+            if w in flags:
+                flags[w] = True
+            elif w.startswith("--"):
+                raise _Usage(f"Unknown option `{w[:40]}`.")
+            else:
+                positional.append(w)
+            i += 1
+        if len(positional) != 2:
+            raise _Usage("Give a schedule and a kind.")
+        schedule_text, kind = positional[0], positional[1].lower()
+        if kind not in KINDS:
+            raise _Usage(f"Unknown kind `{kind[:40]}`.")
+        if flags["--voice"] and not voice_available():
+            return Reply(
+                "`--voice` needs voice replies, which this Threadline does not have yet: "
+                "add the digest without it.",
+                ok=False,
+                ephemeral=True,
+            )
+        if options["--repo"] and not KINDS[kind].needs_repo:
+            raise _Usage(f"`--repo` applies to repo-changes digests, not {kind}.")
+        if options["--repo"] and not ctx.session.allows_repo(options["--repo"]):
+            return Reply(
+                f"There is no repository `{options['--repo'][:64]}` here.", ok=False, ephemeral=True
+            )
+        tz = options["--tz"] or await store.tenant_zone(who.platform, who.tenant) or "UTC"
+        try:
+            schedule = parse_schedule(schedule_text, tz)
+            schedule.check_interval(ctx.now)
+        except ScheduleError as exc:
+            raise _Usage(f"{str(exc)[:300]}.") from None
+        existing = await store.for_channel(who.platform, who.tenant, who.channel)
+        if len(existing) >= MAX_PER_CHANNEL:
+            return Reply(
+                f"This channel has {len(existing)} digests, the most allowed; remove one first.",
+                ok=False,
+                ephemeral=True,
+            )
+        sub = await store.add(
+            DigestSubscription(
+                platform=who.platform,
+                tenant=who.tenant,
+                channel=who.channel,
+                created_by=who.user,
+                kind=kind,
+                cron=schedule.cron,
+                tz=schedule.tz,
+                repo=options["--repo"],
+                skip_empty=flags["--skip-empty"],
+                voice=flags["--voice"],
+            )
+        )
+        nxt = schedule.next_after(ctx.now).astimezone(schedule.zone)
+        return Reply(
+            f"Digest #{sub.id} added: {_describe(sub)}. Next: {_when(nxt, ctx.now)}.",
+        )
+
+    async def _list(ctx: CommandContext) -> Reply:
+        who = ctx.session.identity
+        subs = await store.for_channel(who.platform, who.tenant, who.channel)
+        if not subs:
+            return Reply("No digests in this channel. " + USAGE.split("\n")[0], ephemeral=True)
+        lines = [f"**Digests in this channel** ({len(subs)}):"]
+        for sub in subs:
+            if sub.paused:
+                when = "paused"
+            else:
+                s = schedule_of(sub)
+                when = "next " + _when(s.next_after(ctx.now).astimezone(s.zone), ctx.now)
+            lines.append(f"- #{sub.id} {_describe(sub)} — {when}")
+        return Reply("\n".join(lines), ephemeral=True)
+
+    async def _by_id(ctx: CommandContext, verb: str, words: list[str]) -> Reply:
+        if len(words) != 1 or not words[0].lstrip("#").isdigit():
+            raise _Usage(f"`/digest {verb}` needs the digest's number (see `/digest list`).")
+        sub_id = int(words[0].lstrip("#"))
+        sub = await store.get(sub_id)
+        who = ctx.session.identity
+        if sub is None or (sub.platform, sub.tenant, sub.channel) != (
+            who.platform,
+            who.tenant,
+            who.channel,
+        ):
+            return Reply(f"There is no digest #{sub_id} in this channel.", ok=False, ephemeral=True)
+        if verb == "remove":
+            await store.remove(sub_id)
+            return Reply(f"Digest #{sub_id} removed.")
+        if verb in ("pause", "resume"):
+            await store.set_paused(sub_id, verb == "pause")
+            return Reply(f"Digest #{sub_id} {'paused' if verb == 'pause' else 'resumed'}.")
+        active = runner()
+        if active is None:
+            return Reply("Digests cannot run in this process.", ok=False, ephemeral=True)
+        digest = await active.preview(sub)
+        return Reply("*Preview (not posted to the channel):*\n\n" + digest.text)
+
+    async def _timezone(ctx: CommandContext, words: list[str]) -> Reply:
+        who = ctx.session.identity
+        if not words:
+            current = await store.tenant_zone(who.platform, who.tenant) or "UTC (not set)"
+            return Reply(f"Default time zone for digests here: {current}.", ephemeral=True)
+        try:
+            name = str(zone(words[0]))
+        except ScheduleError as exc:
+            raise _Usage(f"{exc}.") from None
+        await store.set_tenant_zone(who.platform, who.tenant, name, who.user)
+        return Reply(f"New digests here default to {name}.")
+
+    return [
+        Command(
+            "digest",
+            "/digest add|list|remove|pause|resume|run ...",
+            "scheduled digests of this channel",
+            digest,
+        )
+    ]
+
+
+def _describe(sub: DigestSubscription) -> str:
+    preset = next((name for name, cron in PRESETS.items() if cron == sub.cron), None)
+    parts = [f"`{sub.kind}`", preset or f"`{sub.cron}`", sub.tz]
+    if sub.repo:
+        parts.append(f"repo {sub.repo}")
+    if sub.skip_empty:
+        parts.append("skips empty periods")
+    if sub.voice:
+        parts.append("with audio")
+    return ", ".join(parts)
+
+
+def _when(at: datetime, now: datetime) -> str:
+    return f"{at:%a %d %b %H:%M} {at.tzname()}"

@@ -1,0 +1,188 @@
+"""When digests run: friendly presets or a 5-field cron expression, in an IANA time zone.
+
+Fire times are computed on the wall clock of the subscription's zone (APScheduler's
+`CronTrigger`, fed a zone-less clock so it cannot trip over offsets) and then placed in the
+zone with `zoneinfo`: a wall time that does not exist (the spring-forward gap) runs at the
+same instant the clock jumps to, a wall time that exists twice (fall-back) runs at its first
+occurrence only. So a daylight-saving change neither skips nor doubles a run.
+
+Cron follows the usual crontab meaning: minute, hour, day of month, month, day of week with
+0 or 7 = Sunday (APScheduler 3 counts Monday as 0 in `from_crontab`, which would shift every
+weekday schedule by a day; the day-of-week field is translated to names here). Restricting
+both the day of month and the day of week is refused: crontab ORs them, APScheduler ANDs them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from apscheduler.triggers.cron import CronTrigger
+
+PRESETS: dict[str, str] = {
+    "hourly": "0 * * * *",
+    "daily": "0 9 * * *",
+    "weekdays": "0 9 * * 1-5",
+    "weekly": "0 9 * * 1",
+}
+_DAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
+_DAY_NUMBER = {name: i for i, name in enumerate(_DAYS)}
+_MIN_INTERVAL = timedelta(minutes=5)  # a digest every minute is a mistake, not a digest
+
+
+class ScheduleError(ValueError):
+    """A schedule or time zone that cannot be used; the message says why."""
+
+
+def zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name.strip())
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ScheduleError(
+            f"unknown time zone {name.strip()[:64]!r}: use an IANA name such as Europe/Berlin, "
+            "America/New_York or UTC"
+        ) from None
+
+
+def _dow_part(part: str) -> set[int]:
+    step = 1
+    if "/" in part:
+        part, _, step_text = part.partition("/")
+        if not step_text.isdigit() or int(step_text) < 1:
+            raise ScheduleError(f"bad step in day of week: {step_text!r}")
+        step = int(step_text)
+    if part == "*":
+        lo, hi = 0, 6
+    elif "-" in part:
+        a, _, b = part.partition("-")
+        lo, hi = _day(a), _day(b)
+        if hi == 0 and lo > 0:  # "fri-sun": Sunday closes the week
+            hi = 7
+        if lo > hi:
+            raise ScheduleError(f"day-of-week range {part!r} runs backwards")
+    else:
+        lo = hi = _day(part)
+    return {d % 7 for d in range(lo, hi + 1, step)}
+
+
+def _day(text: str) -> int:
+    text = text.strip().lower()
+    if text.isdigit() and 0 <= int(text) <= 7:
+        return int(text)  # 7 is Sunday too; ranges may end with it
+    if text[:3] in _DAY_NUMBER and len(text) >= 3:
+        return _DAY_NUMBER[text[:3]]
+    raise ScheduleError(f"bad day of week {text!r} (0-7 or sun..sat)")
+
+
+def _dow_names(field: str) -> str:
+    if field == "*":
+        return "*"
+    days: set[int] = set()
+    for part in field.split(","):
+        days |= _dow_part(part.strip().lower())
+    return ",".join(_DAYS[d] for d in sorted(days))
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """A cron expression in a time zone."""
+
+    cron: str
+    tz: str
+
+    def __post_init__(self) -> None:
+        self._trigger  # noqa: B018 (validates)
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return zone(self.tz)
+
+    @property
+    def _trigger(self) -> CronTrigger:
+        fields = self.cron.split()
+        if len(fields) != 5:
+            raise ScheduleError(
+                f"a schedule is a preset ({', '.join(PRESETS)}) or 5 cron fields "
+                f"(minute hour day month weekday), not {self.cron[:64]!r}"
+            )
+        minute, hour, day, month, dow = fields
+        if day != "*" and dow != "*":
+            raise ScheduleError(
+                "restrict the day of month or the day of week, not both (use two digests)"
+            )
+        try:
+            return CronTrigger(
+                minute=minute,
+                hour=hour,
+                day=day,
+                month=month,
+                day_of_week=_dow_names(dow),
+                timezone=UTC,  # the wall clock, as if it had no offsets (see the module doc)
+            )
+        except ValueError as exc:
+            raise ScheduleError(f"bad cron expression {self.cron!r}: {exc}") from None
+
+    def _wall_next(self, trigger: CronTrigger, wall: datetime) -> datetime | None:
+        nxt: datetime | None = trigger.get_next_fire_time(None, wall)
+        return nxt
+
+    def _place(self, wall: datetime) -> datetime:
+        """A wall-clock time (UTC-tagged) -> the instant it runs at, in UTC."""
+        local = wall.replace(tzinfo=self.zone, fold=0)
+        return local.astimezone(UTC)
+
+    def next_after(self, instant: datetime) -> datetime:
+        """The first run strictly after `instant` (UTC)."""
+        trigger = self._trigger
+        tz = self.zone
+        # Start an hour of wall clock early: around a gap, the wall time of an instant can be
+        # later than the wall time of the run it must find.
+        wall = instant.astimezone(tz).replace(tzinfo=UTC) - timedelta(hours=2)
+        for _ in range(100_000):
+            nxt = self._wall_next(trigger, wall)
+            if nxt is None:
+                break
+            at = self._place(nxt)
+            if at > instant:
+                return at
+            wall = nxt + timedelta(seconds=1)
+        raise ScheduleError(f"the schedule {self.cron!r} never runs")
+
+    def latest_at_or_before(self, instant: datetime) -> datetime | None:
+        """The last run at or before `instant`, or None if there is none within a year."""
+        for span in (
+            timedelta(hours=3),
+            timedelta(days=2),
+            timedelta(days=35),
+            timedelta(days=370),
+        ):
+            start = instant - span
+            found = None
+            at = self.next_after(start - timedelta(microseconds=1))
+            while at <= instant:
+                found = at
+                at = self.next_after(at)
+            if found is not None:
+                return found
+        return None
+
+    def previous_before(self, run: datetime) -> datetime | None:
+        return self.latest_at_or_before(run - timedelta(microseconds=1))
+
+    def check_interval(self, now: datetime) -> None:
+        first = self.next_after(now)
+        second = self.next_after(first)
+        if second - first < _MIN_INTERVAL:
+            raise ScheduleError("a digest may run at most every 5 minutes")
+
+
+def parse_schedule(text: str, tz: str) -> Schedule:
+    """`daily`, `weekdays`, `weekly`, `hourly` or a 5-field cron -> Schedule (validated)."""
+    spec = " ".join(text.strip().strip("\"'").split())
+    cron = PRESETS.get(spec.lower(), spec)
+    zone(tz)
+    if not re.fullmatch(r"[0-9A-Za-z*/,\- ]+", cron):
+        raise ScheduleError(f"bad cron expression {spec[:64]!r}")
+    return Schedule(cron, tz.strip())

@@ -1,0 +1,423 @@
+"""Scheduled digests end to end on the real composition root: `/digest` commands, periods run
+through a controllable clock, exactly-once claims between "processes" (separate database
+engines) on SQLite and PostgreSQL, catch-up after downtime, the three kinds and the outbox."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import subprocess
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlmodel import select
+
+from bot.app import App, build_app
+from core.digest.runner import DigestRunner, OutboxSink
+from core.digest.store import DigestStore
+from core.outbox import Outbox
+from core.policy import Policy
+from core.request import Request
+from core.store.models import DigestRun, OutboxRow
+from tests.conftest import POLICY_ALL
+from tests.fakes.openai_server import FakeOpenAI
+
+MANAGERS = (
+    POLICY_ALL
+    + """
+[[rules]]
+name = "digest managers"
+match = { roles = ["lead"] }
+grant = ["digest.manage"]
+"""
+)
+
+
+class Clock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(datetime.now(UTC).replace(microsecond=0))
+
+
+@pytest.fixture
+async def make_app(
+    make_settings: Callable[..., Any], write_policy: Callable[[str], Path], clock: Clock
+) -> AsyncIterator[Callable[..., App]]:
+    apps: list[App] = []
+
+    def make(**overrides: Any) -> App:
+        overrides.setdefault("policy_file", write_policy(MANAGERS))
+        app = build_app(make_settings(**overrides), clock=clock)
+        apps.append(app)
+        return app
+
+    yield make
+    for app in apps:
+        await app.aclose()
+
+
+async def send(app: App, text: str, *, channel: str = "C1", user: str = "U1", lead: bool = True):  # type: ignore[no-untyped-def]
+    roles = ("lead",) if lead else ()
+    return await app.core.handle(Request("slack", "T1", channel, "th", user, text, roles))
+
+
+async def posted(app: App) -> list[OutboxRow]:
+    async with app.db.session() as s:
+        return list((await s.exec(select(OutboxRow).order_by(OutboxRow.id))).all())  # type: ignore[arg-type]
+
+
+def second_worker(app: App, clock: Clock, owner: str, db: Any = None) -> DigestRunner:
+    """Another process's runner: its own database engine on the same database."""
+    from core.llm.usage import UsageRecorder
+    from core.quotas import QuotaLedger
+
+    db = db or app.db
+    return DigestRunner(
+        store=DigestStore(db, clock),
+        db=db,
+        repos=app.repos,
+        policy=Policy.load(app.settings.policy_file),
+        quotas=QuotaLedger(db, clock),
+        usage=UsageRecorder(db),
+        sink=OutboxSink(Outbox(db, clock)),
+        owner=owner,
+        clock=clock,
+    )
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+
+async def test_add_list_pause_resume_remove(make_app: Callable[..., App], clock: Clock) -> None:
+    app = make_app()
+    added = await send(app, '/digest add "0 9 * * 1-5" activity --tz Europe/Berlin --skip-empty')
+    assert added.ok, added.text
+    assert "Digest #1 added" in added.text and "Europe/Berlin" in added.text
+    assert "skips empty periods" in added.text and "Next:" in added.text
+    weekly = await send(app, "/digest add weekly memory")
+    assert weekly.ok and "`memory`, weekly, UTC" in weekly.text
+    listed = await send(app, "/digest list", lead=False)  # listing needs only `ask`
+    assert listed.ok and "#1 `activity`" in listed.text and "#2 `memory`, weekly" in listed.text
+    assert "next " in listed.text
+    assert (await send(app, "/digest pause 1")).ok
+    assert "#1 `activity`" in (await send(app, "/digest list")).text
+    assert "paused" in (await send(app, "/digest list")).text
+    assert (await send(app, "/digest resume #1")).ok
+    assert "paused" not in (await send(app, "/digest list")).text
+    assert (await send(app, "/digest remove 2")).ok
+    assert "#2" not in (await send(app, "/digest list")).text
+
+
+async def test_permissions_and_channel_scoping(make_app: Callable[..., App]) -> None:
+    app = make_app()
+    refused = await send(app, "/digest add daily activity", lead=False)
+    assert not refused.ok and "digest.manage" in refused.text
+    assert (await send(app, "/digest add daily activity")).ok
+    other = await send(app, "/digest remove 1", channel="C2")
+    assert not other.ok and "no digest #1 in this channel" in other.text
+    assert "No digests in this channel" in (await send(app, "/digest list", channel="C2")).text
+    denied = await send(app, "/digest timezone Europe/Paris")
+    assert not denied.ok and "admin" in denied.text
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        ("/digest add daily weather", "Unknown kind `weather`"),
+        ('/digest add "0 9 * *" activity', "5 cron fields"),
+        ("/digest add daily activity --tz Mars/Base", "unknown time zone"),
+        ('/digest add "* * * * *" activity', "every 5 minutes"),
+        ("/digest add daily activity --frob", "Unknown option `--frob`"),
+        ("/digest add daily activity --repo api", "applies to repo-changes"),
+        ("/digest add daily", "Give a schedule and a kind"),
+        ('/digest add "0 9 * * 1 activity', "Unbalanced quotes"),
+        ("/digest remove x", "needs the digest's number"),
+        ("/digest explode", "Usage"),
+        ("/digest add daily activity --voice", "voice replies"),
+    ],
+)
+async def test_bad_commands_say_what_is_wrong(
+    make_app: Callable[..., App], command: str, message: str
+) -> None:
+    reply = await send(make_app(), command)
+    assert not reply.ok and message in reply.text
+
+
+async def test_curly_quotes_and_the_tenant_time_zone(make_app: Callable[..., App]) -> None:
+    app = make_app()
+    admin = ("lead", "admin")
+    set_tz = await app.core.handle(
+        Request("slack", "T1", "C1", "th", "U1", "/digest timezone Asia/Tokyo", admin)
+    )
+    assert set_tz.ok and "Asia/Tokyo" in set_tz.text
+    added = await send(app, "/digest add “30 8 * * 1-5” activity")  # a phone's quotes
+    assert added.ok and "Asia/Tokyo" in added.text and "`30 8 * * 1-5`" in added.text
+
+
+async def test_subscriptions_survive_a_restart(make_app: Callable[..., App]) -> None:
+    app = make_app()
+    assert (await send(app, "/digest add daily activity")).ok
+    again = make_app()
+    assert "#1 `activity`, daily" in (await send(again, "/digest list")).text
+
+
+# -- running -----------------------------------------------------------------------------------
+
+
+async def test_each_period_posts_once(make_app: Callable[..., App], clock: Clock) -> None:
+    app = make_app()
+    assert (await send(app, '/digest add "*/30 * * * *" activity')).ok
+    start = clock.now
+    first = app.digests.store  # same store the commands used
+    sub = (await first.all())[0]
+    fire = app.digests  # the app's runner
+    due = [t async for t in _fires(sub, start, 3)]
+    for t in due:
+        clock.now = t + timedelta(seconds=5)
+        assert await fire.run_due() == ["posted"]
+        assert await fire.run_due() == []  # the same period again: nothing
+    rows = await posted(app)
+    assert len(rows) == 3
+    assert all(r.title and r.title.startswith("Activity digest") for r in rows)
+    assert "Nothing new in this period." in rows[0].text
+    assert "No language model" not in rows[0].text  # empty: nothing to summarize
+
+
+async def _fires(sub: Any, start: datetime, n: int):  # type: ignore[no-untyped-def]
+    from core.digest.runner import schedule_of
+
+    at = start
+    for _ in range(n):
+        at = schedule_of(sub).next_after(at)
+        yield at
+
+
+async def test_two_workers_post_exactly_once_per_period(
+    make_app: Callable[..., App], clock: Clock, open_db: Callable[[], Any], database_url: str
+) -> None:
+    app = make_app(database_url=database_url)
+    assert (await send(app, '/digest add "*/5 * * * *" activity')).ok
+    sub = (await app.digests.store.all())[0]
+    workers = [second_worker(app, clock, f"worker-{i}", open_db()) for i in range(2)]
+    periods = [t async for t in _fires(sub, clock.now, 12)]
+    for t in periods:
+        clock.now = t + timedelta(seconds=1)
+        results = await asyncio.gather(*(w.run_due() for w in workers))
+        assert sorted(r for rs in results for r in rs) == ["posted", "taken"] or sorted(
+            r for rs in results for r in rs
+        ) == ["posted"]
+    rows = await posted(app)
+    assert len(rows) == 12 and len({r.key for r in rows}) == 12
+    async with app.db.session() as s:
+        runs = (await s.exec(select(DigestRun))).all()
+    assert len(runs) == 12 and {r.state for r in runs} == {"posted"}
+
+
+async def test_a_dead_workers_claim_is_taken_over_after_its_lease(
+    make_app: Callable[..., App], clock: Clock
+) -> None:
+    app = make_app()
+    assert (await send(app, '/digest add "*/30 * * * *" activity')).ok
+    sub = (await app.digests.store.all())[0]
+    [due] = [t async for t in _fires(sub, clock.now, 1)]
+    clock.now = due + timedelta(seconds=1)
+    dead = second_worker(app, clock, "dead")
+    assert await dead.store.claim(sub.id or 0, due, "dead") is not None  # then it dies
+    live = second_worker(app, clock, "live")
+    assert await live.run_due() == []  # the lease still holds
+    clock.now = due + timedelta(minutes=6)
+    assert await live.run_due() == ["posted"]
+    assert await live.run_due() == []
+    assert len(await posted(app)) == 1
+    run = (await app.digests.store.runs(sub.id or 0))[0]
+    assert run.claimed_by == "live" and run.attempts == 2 and run.state == "posted"
+
+
+async def test_a_crash_after_enqueueing_does_not_post_twice(
+    make_app: Callable[..., App], clock: Clock
+) -> None:
+    app = make_app()
+    assert (await send(app, '/digest add "*/30 * * * *" activity')).ok
+    sub = (await app.digests.store.all())[0]
+    [due] = [t async for t in _fires(sub, clock.now, 1)]
+    clock.now = due + timedelta(seconds=1)
+    crashed = second_worker(app, clock, "crashed")
+    claim = await crashed.store.claim(sub.id or 0, due, "crashed")
+    assert claim is not None
+    digest = await crashed.build(sub, due - timedelta(minutes=30), due)
+    key = f"digest:{sub.id}:{due.astimezone(UTC).isoformat()}"
+    await OutboxSink(app.outbox).post(sub, digest.title, digest.text, key)  # then it dies
+    clock.now = due + timedelta(minutes=6)
+    assert await app.digests.run_due() == ["posted"]
+    assert len(await posted(app)) == 1
+
+
+async def test_catch_up_once_within_grace_and_skip_older(
+    make_app: Callable[..., App], clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = make_app()
+    caplog.set_level(logging.WARNING, logger="core.digest.runner")
+    assert (await send(app, '/digest add "0 * * * *" activity')).ok
+    assert (await send(app, "/digest add daily memory")).ok
+    hourly, daily = await app.digests.store.all()
+    fires = [t async for t in _fires(hourly, clock.now, 6)]
+    clock.now = fires[0] + timedelta(minutes=40)  # down at the fire time, back within grace
+    assert await app.digests.run_due() == ["posted"]
+    clock.now = fires[4] + timedelta(minutes=30)  # down for three periods
+    assert await app.digests.run_due() == ["posted"]  # the latest, once; not a burst of four
+    assert "3 earlier period(s) were missed" in caplog.text
+    assert len(await posted(app)) == 2
+    [day] = [t async for t in _fires(daily, clock.now, 1)]
+    clock.now = day + timedelta(hours=3)  # beyond the grace period: skipped and logged
+    outcomes = await app.digests.run_due()
+    assert "skipped" in outcomes
+    assert "beyond the 1:00:00 grace period" in caplog.text
+    assert "skipped" not in await app.digests.run_due()
+    assert len(await posted(app)) == 2 + outcomes.count("posted")
+
+
+async def test_skip_empty_posts_nothing(make_app: Callable[..., App], clock: Clock) -> None:
+    app = make_app()
+    assert (await send(app, '/digest add "*/30 * * * *" memory --skip-empty')).ok
+    sub = (await app.digests.store.all())[0]
+    [due] = [t async for t in _fires(sub, clock.now, 1)]
+    clock.now = due + timedelta(seconds=1)
+    assert await app.digests.run_due() == ["empty"]
+    assert await posted(app) == []
+
+
+async def test_paused_digests_do_not_run(make_app: Callable[..., App], clock: Clock) -> None:
+    app = make_app()
+    assert (await send(app, '/digest add "*/30 * * * *" activity')).ok
+    assert (await send(app, "/digest pause 1")).ok
+    clock.now += timedelta(hours=1)
+    assert await app.digests.run_due() == []
+
+
+# -- content -----------------------------------------------------------------------------------
+
+
+async def test_activity_without_a_model_is_a_structured_list(
+    make_app: Callable[..., App], clock: Clock
+) -> None:
+    app = make_app()
+    from core.memory.history import HistoryStore
+    from core.request import ConversationKey
+
+    history = HistoryStore(app.db)
+    conv = ConversationKey("slack", "T1", "C1", "t-answered")
+    await history.append(
+        conv,
+        [
+            {"role": "user", "content": "how do we deploy the api?"},
+            {"role": "assistant", "content": "With Helm, see deploy/README."},
+        ],
+    )
+    await history.append(
+        ConversationKey("slack", "T1", "C1", "t-open"),
+        [{"role": "user", "content": "why is the importer slow?"}],
+    )
+    await history.append(
+        ConversationKey("slack", "T1", "C9", "elsewhere"),
+        [{"role": "user", "content": "OTHER CHANNEL QUESTION"}],
+    )
+    sub_reply = await send(app, '/digest add "*/30 * * * *" activity')
+    assert sub_reply.ok
+    clock.now += timedelta(minutes=1)  # the messages were stored at the real time
+    preview = await send(app, "/digest run 1")
+    assert preview.ok and "Preview" in preview.text
+    text = preview.text
+    assert "2 question(s) in 2 thread(s); 1 answered, 1 thread(s) look still open." in text
+    assert "why is the importer slow? — *no answer yet*" in text
+    assert "how do we deploy the api?" in text
+    assert "OTHER CHANNEL" not in text
+    assert "No language model is configured, so this is the plain list." in text
+    assert await posted(app) == []  # a preview is not posted
+
+
+async def test_a_model_summarizes_on_the_channel_budget(
+    make_app: Callable[..., App], clock: Clock, fake_llm: FakeOpenAI
+) -> None:
+    app = make_app(llm_base_url=fake_llm.url, llm_model="fake-model", llm_max_retries=0)
+    assert (await send(app, "/save we deploy on Tuesdays")).ok
+    fake_llm.reply("One fact was saved: deploys happen on Tuesdays.", prompt_tokens=300)
+    assert (await send(app, "/digest add daily memory")).ok
+    clock.now += timedelta(minutes=1)
+    preview = await send(app, "/digest run 1")
+    assert "deploys happen on Tuesdays" in preview.text
+    sent = fake_llm.requests[-1]["messages"]
+    assert "we deploy on Tuesdays" in sent[-1]["content"]
+    budget = await send(app, "/budget")
+    assert "this channel's daily token budget: 3" in budget.text  # 300 prompt + the answer
+
+
+def _git(root: Path, *args: str, when: str | None = None) -> None:
+    env = {"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.invalid"}
+    env |= {"GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.invalid"}
+    if when:
+        env |= {"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env)
+
+
+async def test_repo_changes_groups_commits_by_area(
+    make_app: Callable[..., App], clock: Clock, tmp_path: Path
+) -> None:
+    repo = tmp_path / "api"
+    (repo / "billing").mkdir(parents=True)
+    (repo / "docs").mkdir()
+    _git(repo, "init", "-q")
+    _git(repo, "remote", "add", "origin", "git@github.com:acme/api.git")
+    old = (clock.now - timedelta(days=10)).isoformat()
+    recent = (clock.now - timedelta(hours=2)).isoformat()
+    (repo / "docs" / "a.md").write_text("a")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "Old docs change", when=old)
+    (repo / "billing" / "pay.py").write_text("x = 1")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "Retry failed card payments", when=recent)
+    app = make_app()
+    await app.repos.register(str(repo), "api")
+    assert (await send(app, "/digest add daily repo-changes --repo api")).ok
+    clock.now += timedelta(minutes=1)
+    text = (await send(app, "/digest run 1")).text
+    assert "**api**: 1 commit(s) by Ada" in text
+    assert "- `billing` (1)" in text and "Retry failed card payments — Ada" in text
+    assert "https://github.com/acme/api/commit/" in text
+    assert "Old docs change" not in text
+
+
+async def test_the_scheduler_follows_sql(make_app: Callable[..., App], clock: Clock) -> None:
+    from core.digest.runner import schedule_of
+    from core.digest.scheduler import DigestScheduler, ScheduleTrigger
+
+    app = make_app()
+    scheduler = DigestScheduler(app.digests, every=3600)
+    await scheduler.start()
+    try:
+        assert scheduler.job_ids() == []
+        assert (await send(app, "/digest add weekdays activity --tz Europe/Berlin")).ok
+        clock.now += timedelta(seconds=1)  # another process's change, seen at the next pass
+        assert await scheduler.sync() is True
+        assert scheduler.job_ids() == ["digest-#1"]
+        assert await scheduler.sync() is False  # nothing changed: nothing rebuilt
+        assert (await send(app, "/digest pause 1")).ok
+        clock.now += timedelta(seconds=1)
+        assert await scheduler.sync() is True and scheduler.job_ids() == []
+    finally:
+        await scheduler.stop()
+    sub = (await app.digests.store.all())[0]
+    trigger = ScheduleTrigger(schedule_of(sub))
+    friday = datetime(2026, 3, 27, 12, tzinfo=UTC)
+    first = trigger.get_next_fire_time(None, friday)
+    assert first == datetime(2026, 3, 30, 7, tzinfo=UTC)  # Monday 09:00 CEST
+    assert trigger.get_next_fire_time(first, first) == datetime(2026, 3, 31, 7, tzinfo=UTC)
