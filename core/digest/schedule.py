@@ -14,6 +14,7 @@ both the day of month and the day of week is refused: crontab ORs them, APSchedu
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -30,6 +31,9 @@ PRESETS: dict[str, str] = {
 _DAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
 _DAY_NUMBER = {name: i for i, name in enumerate(_DAYS)}
 _MIN_INTERVAL = timedelta(minutes=5)  # a digest every minute is a mistake, not a digest
+_NEAR = timedelta(hours=3)  # more than any daylight-saving shift
+# Windows searched backwards for the last run, shortest first (cheap for frequent schedules).
+_SPANS = tuple(timedelta(minutes=m) for m in (10, 70, 180, 2 * 1440, 35 * 1440, 370 * 1440))
 
 
 class ScheduleError(ValueError):
@@ -101,28 +105,7 @@ class Schedule:
 
     @property
     def _trigger(self) -> CronTrigger:
-        fields = self.cron.split()
-        if len(fields) != 5:
-            raise ScheduleError(
-                f"a schedule is a preset ({', '.join(PRESETS)}) or 5 cron fields "
-                f"(minute hour day month weekday), not {self.cron[:64]!r}"
-            )
-        minute, hour, day, month, dow = fields
-        if day != "*" and dow != "*":
-            raise ScheduleError(
-                "restrict the day of month or the day of week, not both (use two digests)"
-            )
-        try:
-            return CronTrigger(
-                minute=minute,
-                hour=hour,
-                day=day,
-                month=month,
-                day_of_week=_dow_names(dow),
-                timezone=UTC,  # the wall clock, as if it had no offsets (see the module doc)
-            )
-        except ValueError as exc:
-            raise ScheduleError(f"bad cron expression {self.cron!r}: {exc}") from None
+        return _trigger(self.cron)
 
     def _wall_next(self, trigger: CronTrigger, wall: datetime) -> datetime | None:
         nxt: datetime | None = trigger.get_next_fire_time(None, wall)
@@ -137,9 +120,13 @@ class Schedule:
         """The first run strictly after `instant` (UTC)."""
         trigger = self._trigger
         tz = self.zone
-        # Start an hour of wall clock early: around a gap, the wall time of an instant can be
-        # later than the wall time of the run it must find.
-        wall = instant.astimezone(tz).replace(tzinfo=UTC) - timedelta(hours=2)
+        wall = instant.astimezone(tz).replace(tzinfo=UTC)
+        # Near an offset change, start a few hours of wall clock early: after a gap, the wall
+        # time of an instant is later than the wall time of a run it must still find.
+        if (instant - _NEAR).astimezone(tz).utcoffset() != (instant + _NEAR).astimezone(
+            tz
+        ).utcoffset():
+            wall -= _NEAR
         for _ in range(100_000):
             nxt = self._wall_next(trigger, wall)
             if nxt is None:
@@ -152,15 +139,9 @@ class Schedule:
 
     def latest_at_or_before(self, instant: datetime) -> datetime | None:
         """The last run at or before `instant`, or None if there is none within a year."""
-        for span in (
-            timedelta(hours=3),
-            timedelta(days=2),
-            timedelta(days=35),
-            timedelta(days=370),
-        ):
-            start = instant - span
+        for span in _SPANS:
             found = None
-            at = self.next_after(start - timedelta(microseconds=1))
+            at = self.next_after(instant - span)
             while at <= instant:
                 found = at
                 at = self.next_after(at)
@@ -176,6 +157,33 @@ class Schedule:
         second = self.next_after(first)
         if second - first < _MIN_INTERVAL:
             raise ScheduleError("a digest may run at most every 5 minutes")
+
+
+@functools.lru_cache(maxsize=256)
+def _trigger(cron: str) -> CronTrigger:
+    """The wall-clock trigger of a cron expression (built once per expression)."""
+    fields = cron.split()
+    if len(fields) != 5:
+        raise ScheduleError(
+            f"a schedule is a preset ({', '.join(PRESETS)}) or 5 cron fields "
+            f"(minute hour day month weekday), not {cron[:64]!r}"
+        )
+    minute, hour, day, month, dow = fields
+    if day != "*" and dow != "*":
+        raise ScheduleError(
+            "restrict the day of month or the day of week, not both (use two digests)"
+        )
+    try:
+        return CronTrigger(
+            minute=minute,
+            hour=hour,
+            day=day,
+            month=month,
+            day_of_week=_dow_names(dow),
+            timezone=UTC,  # the wall clock, as if it had no offsets (see the module doc)
+        )
+    except ValueError as exc:
+        raise ScheduleError(f"bad cron expression {cron!r}: {exc}") from None
 
 
 def parse_schedule(text: str, tz: str) -> Schedule:

@@ -6,6 +6,8 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.digest.schedule import ScheduleError, parse_schedule
 
@@ -111,3 +113,28 @@ def test_too_frequent_is_refused() -> None:
     with pytest.raises(ScheduleError, match="every 5 minutes"):
         parse_schedule("* * * * *", "UTC").check_interval(datetime(2026, 1, 1, tzinfo=UTC))
     parse_schedule("*/5 * * * *", "UTC").check_interval(datetime(2026, 1, 1, tzinfo=UTC))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    minute=st.integers(0, 59),
+    hour=st.integers(0, 23),
+    zone_name=st.sampled_from(["Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "UTC"]),
+    offset=st.integers(0, 2 * 365 * 24 * 60),
+)
+def test_runs_are_ordered_and_consistent(
+    minute: int, hour: int, zone_name: str, offset: int
+) -> None:
+    schedule = parse_schedule(f"{minute} {hour} * * *", zone_name)
+    instant = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=offset)
+    nxt = schedule.next_after(instant)
+    assert instant < nxt <= instant + timedelta(days=1, hours=1)
+    assert schedule.latest_at_or_before(nxt) == nxt
+    previous = schedule.previous_before(nxt)
+    assert previous is not None and previous <= instant
+    assert schedule.next_after(previous) == nxt  # nothing between two consecutive runs
+    local = nxt.astimezone(ZoneInfo(zone_name))
+    # On the wall clock: the asked time, or the time the clock jumped to in a gap.
+    assert (local.hour, local.minute) == (hour, minute) or local.dst() != (
+        local - timedelta(hours=3)
+    ).dst()
