@@ -391,7 +391,12 @@ async def _run_adapters(app: App) -> int:
         return await _beside_discord(app, slack)
     if slack is not None:
         return await slack
-    return await _chat(app, ConsoleIdentity())
+    from adapters.console.outbox import ConsoleOutbox
+    from bot.delivery import delivering
+
+    printer = ConsoleOutbox(s.data_dir / "attachments")
+    async with delivering(app, "console", printer.deliver):  # a digest is printed here
+        return await _chat(app, ConsoleIdentity())
 
 
 async def _beside_discord(app: App, slack: Coroutine[Any, Any, int]) -> int:

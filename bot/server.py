@@ -1,5 +1,6 @@
 """The HTTP server (`threadline serve`): `/healthz`, `/metrics`, and `POST /slack/events` when
-Slack HTTP mode is configured; plus `run_socket_mode` for `threadline run` with an app token."""
+Slack HTTP mode is configured; plus `run_socket_mode` for `threadline run` with an app token.
+Wherever Slack is served, its outbox messages are delivered too (`bot.delivery`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import logging
 import signal
 import sys
 from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -83,8 +85,9 @@ async def serve(app: App, host: str, port: int) -> int:
         create_http_app(app, slack), host=host, port=port, log_level="info", lifespan="off"
     )
     try:
-        # uvicorn drains connections before returning.
-        await _make_server(config).serve()
+        # uvicorn drains connections before returning; the outbox delivery stops after it.
+        async with _delivering_slack(app, slack):
+            await _make_server(config).serve()
     finally:
         if slack is not None:
             await slack.aclose()  # answers already acknowledged are finished, not dropped
@@ -102,13 +105,24 @@ async def run_socket_mode(app: App) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     try:
-        await slack.run_socket_mode(stop)
+        async with _delivering_slack(app, slack):
+            await slack.run_socket_mode(stop)
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
         await slack.aclose()
     log.info("Socket Mode stopped")
     return 0
+
+
+def _delivering_slack(app: App, slack: SlackAdapter | None) -> AbstractAsyncContextManager[None]:
+    """Slack's outbox messages (digests, late replies) are posted by the process that serves
+    Slack, while it does."""
+    if slack is None:
+        return contextlib.nullcontext()
+    from bot.delivery import delivering
+
+    return delivering(app, "slack", slack.deliver_outbox)
 
 
 def _make_server(config: Any) -> Any:

@@ -43,10 +43,17 @@ async def run_background(app: App, stop: asyncio.Event, **discord_tuning: Any) -
         await stop.wait()
         log.info("worker stopping")
         return EXIT_OK
-    from adapters.discord.client import DiscordStartupError, run_discord
+    from adapters.discord.client import DiscordAdapter, DiscordConfig, DiscordStartupError
+    from bot.delivery import delivering
 
     try:
-        await run_discord(app.core, app.settings, stop, **discord_tuning)
+        config = DiscordConfig.from_settings(app.settings, **discord_tuning)
+        adapter = DiscordAdapter(app.core, config)
+        # Discord's outbox messages (digests, late replies) go out once the gateway is ready.
+        async with delivering(
+            app, "discord", adapter.deliver_outbox, ready=adapter.wait_ready, stop=stop
+        ):
+            await adapter.run(stop)
     except DiscordStartupError:
         return EXIT_FAILED  # logged with the reason by the adapter
     log.info("worker stopping")

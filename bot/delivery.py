@@ -1,0 +1,82 @@
+"""Outbox delivery in the long-running processes: the process that owns a platform's
+connection drains that platform's outbox messages (`core.outbox.drain`) while it serves —
+Slack in `serve` and in `run` (HTTP or Socket Mode), Discord in `worker` and `run` (once the
+gateway is ready), the console in `run` without chat tokens. Each process is a lease owner
+of its own (`host:pid:random`); any number of them may drain the same platform."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager, suppress
+from typing import TYPE_CHECKING
+
+from core.outbox import Deliver, drain, owner_id
+
+if TYPE_CHECKING:
+    from bot.app import App
+
+log = logging.getLogger(__name__)
+
+DRAIN_EVERY = 2.0  # seconds between polls of the outbox (at once for this process's own)
+STOP_GRACE = 20.0  # seconds the delivery in hand may take to finish on shutdown
+
+
+@asynccontextmanager
+async def delivering(
+    app: App,
+    platform: str,
+    deliver: Deliver,
+    *,
+    ready: Callable[[], Awaitable[None]] | None = None,
+    stop: asyncio.Event | None = None,
+    every: float = DRAIN_EVERY,
+) -> AsyncIterator[None]:
+    """Drain `platform`'s outbox while the block runs: after `ready()` returned (if given),
+    until the block ends or `stop` is set. On the way out the delivery in hand may finish
+    (up to `STOP_GRACE`), then the leases are released for other processes."""
+    done = asyncio.Event()
+    owner = owner_id()
+
+    async def run() -> None:
+        if ready is not None and not await _first(ready(), done):
+            return  # stopped before the platform was ready
+        log.info("delivering %s outbox messages (as %s)", platform, owner)
+        await drain(app.outbox, platform, owner, deliver, every=every, stop=done)
+
+    async def forward() -> None:
+        assert stop is not None
+        await stop.wait()
+        done.set()
+
+    task = asyncio.create_task(run(), name=f"outbox-{platform}")
+    watcher = asyncio.create_task(forward()) if stop is not None else None
+    try:
+        yield
+    finally:
+        done.set()
+        if watcher is not None:
+            watcher.cancel()
+        try:
+            await asyncio.wait_for(task, STOP_GRACE)  # cancels it (leases released) on timeout
+        except (TimeoutError, asyncio.CancelledError):
+            pass
+        except Exception:
+            log.exception("the %s outbox delivery stopped with an error", platform)
+        if watcher is not None:
+            with suppress(asyncio.CancelledError):
+                await watcher
+
+
+async def _first(ready: Awaitable[None], done: asyncio.Event) -> bool:
+    """Wait for `ready` unless `done` comes first; True if ready."""
+    waiting = asyncio.ensure_future(ready)
+    stopping = asyncio.ensure_future(done.wait())
+    try:
+        await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for pending in (waiting, stopping):
+            pending.cancel()
+        await asyncio.gather(waiting, stopping, return_exceptions=True)
+    return waiting.done() and not waiting.cancelled() and waiting.exception() is None
