@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -421,3 +423,77 @@ async def test_the_scheduler_follows_sql(make_app: Callable[..., App], clock: Cl
     first = trigger.get_next_fire_time(None, friday)
     assert first == datetime(2026, 3, 30, 7, tzinfo=UTC)  # Monday 09:00 CEST
     assert trigger.get_next_fire_time(first, first) == datetime(2026, 3, 31, 7, tzinfo=UTC)
+
+
+# -- real processes on one PostgreSQL ----------------------------------------------------------
+
+
+def _worker(url: str, owner: str, times: list[datetime], *, hang: bool = False) -> Any:
+    args = [sys.executable, "-m", "tests.integration.digest_worker", url, owner]
+    args += [t.isoformat() for t in times] + (["--hang"] if hang else [])
+    root = Path(__file__).resolve().parents[2]
+    return subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=root
+    )
+
+
+async def _subscription(url: str, clock: Clock) -> Any:
+    from core.store.engine import Database
+    from core.store.models import DigestSubscription
+
+    db = Database(url)
+    await db.create_all()
+    sub = await DigestStore(db, clock).add(
+        DigestSubscription(
+            platform="slack",
+            tenant="T1",
+            channel="C1",
+            created_by="U1",
+            kind="activity",
+            cron="*/5 * * * *",
+            tz="UTC",
+        )
+    )
+    return db, sub
+
+
+@pytest.mark.postgres
+async def test_two_worker_processes_post_once_even_when_one_is_killed(
+    pg_url: str, clock: Clock
+) -> None:
+    db, sub = await _subscription(pg_url, clock)
+    try:
+        periods = [t async for t in _fires(sub, clock.now, 10)]
+        times = [t + timedelta(seconds=1) for t in periods]
+        procs = [_worker(pg_url, f"proc-{i}", times) for i in range(2)]
+        outputs = [await asyncio.to_thread(p.communicate, timeout=120) for p in procs]
+        assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outputs]
+        lines = [line for out, _err in outputs for line in out.splitlines()]
+        assert sum(line.endswith(" posted") for line in lines) == 10
+        # The first worker claims the next period and is killed while it runs.
+        nxt = schedule_of_sub(sub).next_after(periods[-1])
+        hung = _worker(pg_url, "doomed", [nxt + timedelta(seconds=1)], hang=True)
+        assert hung.stdout is not None
+        assert (await asyncio.to_thread(hung.stdout.readline)).strip() == "hanging"
+        hung.send_signal(signal.SIGKILL)
+        await asyncio.to_thread(hung.communicate, timeout=30)  # reaps it, closes its pipes
+        early = _worker(pg_url, "early", [nxt + timedelta(seconds=30)])
+        out, _ = await asyncio.to_thread(early.communicate, timeout=60)
+        assert out.strip() == ""  # the dead worker's lease still holds: nothing to do
+        late = _worker(pg_url, "late", [nxt + timedelta(minutes=3)])
+        out, _ = await asyncio.to_thread(late.communicate, timeout=60)
+        assert out.strip().endswith(" posted")
+        async with db.session() as s:
+            rows = (await s.exec(select(OutboxRow))).all()
+            runs = (await s.exec(select(DigestRun))).all()
+        assert len(rows) == 11 and len({r.key for r in rows}) == 11
+        taken = [r for r in runs if r.claimed_by == "late"]
+        assert len(taken) == 1 and taken[0].attempts == 2
+    finally:
+        await db.dispose()
+
+
+def schedule_of_sub(sub: Any) -> Any:
+    from core.digest.runner import schedule_of
+
+    return schedule_of(sub)
