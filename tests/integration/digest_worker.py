@@ -51,7 +51,7 @@ async def main(url: str, owner: str, times: list[datetime], hang: bool) -> None:
             print("hanging", flush=True)
             await asyncio.Event().wait()
 
-        runner.build = never  # type: ignore[method-assign]
+        runner.build = never  # type: ignore[method-assign,assignment]
     for t in times:
         now = t
         for outcome in await runner.run_due(t):
