@@ -213,11 +213,15 @@ class Outbox:
                 free,
             )
             .order_by(t.c.next_attempt_at, t.c.id)
-            .limit(limit)
-            .with_for_update(skip_locked=True)  # PostgreSQL; SQLite has one writer anyway
         )
-        # A CTE, evaluated once: as an `IN (subquery)` PostgreSQL may re-run the subquery while
+        # Idle polls (most of them) stay reads: no write lock is taken when nothing is due.
+        async with self._db.session() as s:
+            if (await s.exec(due.limit(1))).first() is None:  # type: ignore[call-overload]
+                return []
+        # PostgreSQL skips rows another claimer has locked; SQLite has one writer anyway. A
+        # CTE, evaluated once: as an `IN (subquery)` PostgreSQL may re-run the subquery while
         # updating, and its LIMIT then lets through rows beyond the first `limit`.
+        due = due.limit(limit).with_for_update(skip_locked=True)
         chosen = due.cte("due").prefix_with("MATERIALIZED", dialect="postgresql")
         stmt = (
             update(t)
@@ -304,6 +308,25 @@ class Outbox:
                 error,
             )
 
+    async def unclaim(self, item: OutboxItem) -> None:
+        """Hand back an item whose delivery never started (a shutdown, a batch that ran out
+        of lease time): due again at once, and this claim does not count as an attempt."""
+        from sqlalchemy import update
+
+        t = self._table()
+        stmt = (
+            update(t)
+            .where(
+                t.c.id == item.id,
+                t.c.state == PENDING,
+                t.c.lease_owner == item.owner,
+                t.c.attempts == item.attempts + 1,
+            )
+            .values(lease_owner=None, lease_until=None, attempts=t.c.attempts - 1)
+        )
+        async with self._db.session() as s:
+            await s.exec(stmt)
+
     async def release(self, owner: str) -> None:
         """Drop every lease `owner` holds (a clean shutdown), so others need not wait them out."""
         from sqlalchemy import update
@@ -385,8 +408,9 @@ async def drain(
     """Deliver `platform`'s due messages until `stop` is set (or the task is cancelled):
     claim, deliver one by one in order, record; poll every `every` seconds (at once when this
     process enqueued something). A delivery that takes longer than half the lease is abandoned
-    and retried, so it never runs on while another drainer takes the row over. Leases are
-    released on the way out."""
+    and retried, and no delivery of a batch starts later than half the lease after its claim
+    (the rest is handed back), so none runs on while another drainer takes the row over.
+    Leases are released on the way out."""
     stop = stop or asyncio.Event()
     nudge = outbox._nudge_event(platform)
     budget = lease.total_seconds() / 2
@@ -399,9 +423,12 @@ async def drain(
             except Exception:
                 log.exception("outbox: claiming %s messages failed", platform)
                 items = []
-            for item in items:
-                if stop.is_set():
-                    break  # the rest is released below
+            loop = asyncio.get_running_loop()
+            claimed_at = loop.time()
+            for n, item in enumerate(items):
+                if stop.is_set() or loop.time() - claimed_at > budget:
+                    await _hand_back(outbox, items[n:])
+                    break
                 await _deliver_one(outbox, item, deliver, budget)
             if pruned_at is None or outbox._now() - pruned_at >= PRUNE_EVERY:
                 pruned_at = outbox._now()
@@ -436,6 +463,14 @@ async def _deliver_one(outbox: Outbox, item: OutboxItem, deliver: Deliver, budge
         except Exception:
             # Posted but not recorded: the lease expires, the next attempt finds the post.
             log.exception("outbox: recording the delivery of %s failed", item.message.key)
+
+
+async def _hand_back(outbox: Outbox, items: list[OutboxItem]) -> None:
+    for item in items:
+        try:
+            await asyncio.shield(outbox.unclaim(item))
+        except Exception:
+            log.exception("outbox: handing back %s failed", item.message.key)
 
 
 async def _record_failure(outbox: Outbox, item: OutboxItem, error: str, *, retry: bool) -> None:

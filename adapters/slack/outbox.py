@@ -18,7 +18,8 @@ Exactly once, in three layers:
    (`adapters.slack.web.NOT_REPEATABLE`).
 
 What cannot be made exactly once: an uploaded file carries no metadata, so a file whose upload
-succeeded but was not recorded (the process died in between) is uploaded again.
+succeeded but was not recorded (the process died in between) is uploaded again; and an app
+without the `*:history` scopes cannot read back, so a retry then posts what is not recorded.
 """
 
 from __future__ import annotations
@@ -153,6 +154,16 @@ class OutboxDelivery:
                 else:
                     resp = await self._client.conversations_history(**args)
             except SlackApiError as exc:
+                if _error_code(exc) == "missing_scope":
+                    # Without the *:history scopes nothing can be read back: posting again
+                    # may duplicate a part, never posting would lose the message.
+                    log.warning(
+                        "Slack: cannot read %s back to check for an earlier post of %s "
+                        "(missing_scope: add channels:history / groups:history); posting",
+                        message.channel,
+                        message.key,
+                    )
+                    return found
                 raise _failure(exc, "reading back") from None
             except (OSError, TimeoutError) as exc:
                 # Never post blind: without the read-back a retry could post twice.

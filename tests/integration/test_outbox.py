@@ -241,6 +241,28 @@ async def test_drain_delivers_in_order_retries_and_stops_cleanly(
     assert await status("three", outbox) == ("failed", 1, "channel_not_found")
 
 
+async def test_a_shutdown_mid_batch_hands_back_what_was_not_started(
+    open_db: Callable[[], Any],
+) -> None:
+    outbox = Outbox(open_db())
+    for key in ("first", "second", "third"):
+        await outbox.enqueue(msg(key))
+    stop = asyncio.Event()
+    seen: list[str] = []
+
+    async def deliver(item: OutboxItem) -> str:
+        seen.append(item.message.key)
+        stop.set()  # SIGTERM arrives while the first one is being posted
+        return "ok"
+
+    await drain(outbox, "slack", "A", deliver, every=0.01, stop=stop)
+    assert seen == ["first"]
+    assert await status("first", outbox) == ("delivered", 1, "ok")
+    assert await status("second", outbox) == ("pending", 0, None)  # not an attempt
+    taken = await outbox.claim("slack", "B")
+    assert [(i.message.key, i.attempts) for i in taken] == [("second", 0), ("third", 0)]
+
+
 async def test_drain_wakes_up_when_this_process_enqueues(open_db: Callable[[], Any]) -> None:
     outbox = Outbox(open_db())
     delivered = asyncio.Event()

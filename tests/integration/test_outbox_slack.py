@@ -218,6 +218,20 @@ async def test_a_lost_response_is_found_in_the_history_instead_of_posted_again(
     assert len(posts(fake_slack)) == 1
 
 
+async def test_without_the_history_scope_a_retry_posts_with_a_warning(
+    slack: Slack, fake_slack: FakeSlack, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake_slack.fail_next("chat.postMessage", error="internal_error")
+    fake_slack.fail_next("conversations.history", error="missing_scope")
+    await slack.outbox.enqueue(digest())
+    await slack.deliver_due()
+    slack.clock.advance(seconds=13)
+    (outcome,) = await slack.deliver_due()
+    assert outcome.startswith("delivered")
+    assert len(fake_slack.posted("C1")) == 1
+    assert "missing_scope" in caplog.text
+
+
 async def test_a_channel_the_bot_cannot_post_in_fails_at_once_and_others_give_up_in_time(
     slack: Slack, fake_slack: FakeSlack
 ) -> None:
