@@ -203,3 +203,46 @@ async def test_a_channel_the_bot_cannot_see_fails_at_once(discord_bot: Discord) 
     state = await bot.outbox.status("hidden")
     assert (state.state, state.attempts) == ("failed", 1)
     assert state.last_error == "sending: HTTP 403, code 50001"
+
+
+async def test_where_the_bot_may_not_open_threads_the_rest_follows_in_the_channel(
+    discord_bot: Discord,
+) -> None:
+    bot, fake = discord_bot, discord_bot.fake
+    fake.fail_next(
+        "POST",
+        r"/channels/\d+/messages/\d+/threads",
+        403,
+        code=50013,
+        message="Missing Permissions",
+    )
+    message = bot.digest(title="Weekly repo changes", text=long_text())
+    await bot.outbox.enqueue(message)
+    (outcome,) = await bot.deliver_due()
+    assert outcome.startswith("delivered")
+    plan = outbox_parts(message, upload_limit=10 << 20)
+    assert [p.content for p in fake.messages_in(fake.general)] == [p.text for p in plan.parts]
+    assert fake.threads_opened == []
+
+
+async def test_known_limit_after_discords_nonce_window_a_crash_can_repeat_one_part(
+    discord_bot: Discord,
+) -> None:
+    """Discord keeps nonces for a few minutes only. A takeover later than that (the process
+    died and no other drainer ran until after the window) repeats the one part that was sent
+    but not recorded; the parts recorded before it are not repeated."""
+    bot, fake = discord_bot, discord_bot.fake
+    fake.nonce_window = 0.0
+    message = bot.digest(title="Weekly repo changes", text=long_text())
+    await bot.outbox.enqueue(message)
+    restore = crash_on_record(bot.app.core.events, after=1)
+    with pytest.raises(Crash):
+        await bot.deliver_due(owner="A")
+    restore()
+    bot.clock.advance(minutes=10)
+    await bot.deliver_due(owner="B")
+    plan = outbox_parts(message, upload_limit=10 << 20)
+    (top,) = fake.messages_in(fake.general)
+    inside = [p.content for p in fake.messages_in(top.id)]
+    assert len(inside) == len(plan.parts)  # one more than planned: part 1, twice
+    assert inside[0] == inside[1] == plan.parts[1].text
