@@ -253,3 +253,41 @@ async def test_a_channel_the_bot_cannot_post_in_fails_at_once_and_others_give_up
     assert (state.state, state.attempts) == ("failed", 3)
     assert await slack.deliver_due() == []
     assert fake_slack.posted("C1") == []
+
+
+async def test_two_processes_draining_one_postgresql_outbox_post_everything_once(
+    make_settings: Callable[..., Any], fake_slack: FakeSlack, pg_url: str
+) -> None:
+    settings = make_settings(
+        database_url=pg_url,
+        slack_bot_token=fake_slack.bot_token,
+        slack_signing_secret="not-used-here",
+        slack_api_url=fake_slack.api_url,
+    )
+    apps = [build_app(settings) for _ in range(2)]  # two processes: own engines, own clients
+    adapters = [build_slack(app, "http") for app in apps]
+    for adapter in adapters:
+        await adapter.start()
+    clock = Clock()
+    outboxes = [WatchedOutbox(app.db, clock) for app in apps]
+    outboxes[1].changed, outboxes[1].outcomes = outboxes[0].changed, outboxes[0].outcomes
+    for i in range(20):
+        await outboxes[i % 2].enqueue(digest(key=f"digest:{i}", title=f"Digest {i}"))
+    stop = asyncio.Event()
+    tasks = [
+        asyncio.create_task(
+            drain(box, "slack", f"P{n}", adapter.deliver_outbox, every=0.02, stop=stop, limit=3)
+        )
+        for n, (box, adapter) in enumerate(zip(outboxes, adapters, strict=True))
+    ]
+    try:
+        outcomes = await outboxes[0].wait_outcomes(20, within=30)
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks)
+        for app, adapter in zip(apps, adapters, strict=True):
+            await adapter.aclose()
+            await app.aclose()
+    assert sorted(outcomes) == sorted((f"digest:{i}", "delivered") for i in range(20))
+    titles = sorted(m["text"].split("\n")[0] for m in fake_slack.posted("C1"))
+    assert titles == sorted(f"*Digest {i}*" for i in range(20))  # each exactly once
