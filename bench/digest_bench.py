@@ -29,7 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.machine import append_section, machine_facts, percentile  # noqa: E402
+from bench.machine import append_results, percentile  # noqa: E402
 
 POLICY = """
 [defaults]
@@ -46,23 +46,9 @@ class Clock:
 
 
 def runner(db: Any, clock: Clock, owner: str, policy: Any, repos: Any) -> Any:
-    from core.digest.runner import DigestRunner, OutboxSink
-    from core.digest.store import DigestStore
-    from core.llm.usage import UsageRecorder
-    from core.outbox import Outbox
-    from core.quotas import QuotaLedger
+    from core.digest.runner import standalone_runner
 
-    return DigestRunner(
-        store=DigestStore(db, clock),
-        db=db,
-        repos=repos,
-        policy=policy,
-        quotas=QuotaLedger(db, clock),
-        usage=UsageRecorder(db),
-        sink=OutboxSink(Outbox(db, clock)),
-        owner=owner,
-        clock=clock,
-    )
+    return standalone_runner(db, policy=policy, repos=repos, owner=owner, clock=clock)
 
 
 async def exactly_once(url: str, tmp: Path) -> dict[str, float]:
@@ -237,17 +223,14 @@ def main() -> None:
     table = "\n".join(["| what | result | time |", "|---|---|---|", *rows])
     print(table)
     if args.append:
-        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-        machine = "\n".join(f"- {k}: {v}" for k, v in machine_facts().items())
-        append_section(
+        append_results(
             args.append,
-            f"## Digests: exactly once, build time, idle cost — {stamp}\n\n"
-            f"Command: `.venv/bin/python bench/digest_bench.py {' '.join(sys.argv[1:])}`\n\n"
-            f"{machine}\n\n{table}\n\n"
+            "Digests: exactly once, build time, idle cost",
+            f"{table}\n\n"
             "Two workers = two `DigestRunner`s with their own database engines calling "
             "`run_due` at once for each period (a controllable clock): every period is claimed "
             "by one of them. Idle = CPU time of the process over wall time with APScheduler and "
-            "the minute pass running.\n",
+            "the minute pass running.",
         )
 
 

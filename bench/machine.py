@@ -83,6 +83,22 @@ def append_section(path: Path, text: str) -> None:
         out.write(sep + text)
 
 
+def append_results(path: Path, title: str, body: str) -> None:
+    """Append one run's section: `## TITLE — date`, the command that ran (this process's
+    arguments), the machine facts, then `body` (tables and notes)."""
+    import sys
+    from datetime import UTC, datetime
+
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    script = Path(sys.argv[0]).resolve()
+    shown = script.relative_to(ROOT) if script.is_relative_to(ROOT) else script
+    command = " ".join([f".venv/bin/python {shown}", *sys.argv[1:]])
+    machine = "\n".join(f"- {k}: {v}" for k, v in machine_facts().items())
+    append_section(
+        path, f"## {title} — {stamp}\n\nCommand: `{command}`\n\n{machine}\n\n{body.strip()}\n"
+    )
+
+
 def percentile(values: Sequence[float], p: float) -> float:
     """Nearest-rank percentile (`p` in percent), as every bench here reports them."""
     ordered = sorted(values)

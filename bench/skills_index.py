@@ -22,13 +22,12 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.machine import append_section, machine_facts, peak_rss_mb, percentile  # noqa: E402
+from bench.machine import append_results, peak_rss_mb, percentile  # noqa: E402
 from bench.skills_corpus import Query, write_corpus  # noqa: E402
 from core.memory.tokens import TokenCounter  # noqa: E402
 from core.policy import Policy  # noqa: E402
@@ -128,16 +127,13 @@ def main() -> None:
     )
     print(notes)
     if args.append:
-        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-        machine = "\n".join(f"- {k}: {v}" for k, v in machine_facts().items())
-        append_section(
+        append_results(
             args.append,
-            f"## Skills index: right skill listed, tokens, added latency — {stamp}\n\n"
-            f"Command: `.venv/bin/python bench/skills_index.py {' '.join(sys.argv[1:])}`\n\n"
-            f"{machine}\n\n{table}\n\n{notes}\n"
+            "Skills index: right skill listed, tokens, added latency",
+            f"{table}\n\n{notes}\n"
             "Targets: the right skill listed for >= 95% of messages; under 20 ms added per "
             "request with 200 skills. Added = `Skills.prompt` for one message: the index cut "
-            "at its budget after ranking (query embedding included), as the agent calls it.\n",
+            "at its budget after ranking (query embedding included), as the agent calls it.",
         )
 
 

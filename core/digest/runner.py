@@ -296,3 +296,28 @@ class DigestRunner:
             notes.append("The language model gave no summary, so this is the plain list.")
             return structured, notes
         return text, notes
+
+
+def standalone_runner(
+    db: Database,
+    *,
+    policy: Policy,
+    repos: RepoStore,
+    owner: str,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    lease: timedelta = DEFAULT_LEASE,
+) -> DigestRunner:
+    """A runner with its own quota ledger, usage recorder and outbox on `db`, as a separate
+    worker process has them (tests and benchmarks; the bot wires its shared ones)."""
+    return DigestRunner(
+        store=DigestStore(db, clock),
+        db=db,
+        repos=repos,
+        policy=policy,
+        quotas=QuotaLedger(db, clock),
+        usage=UsageRecorder(db),
+        sink=OutboxSink(Outbox(db, clock)),
+        owner=owner,
+        clock=clock,
+        lease=lease,
+    )

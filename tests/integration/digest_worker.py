@@ -19,12 +19,8 @@ from typing import Any
 
 async def main(url: str, owner: str, times: list[datetime], hang: bool) -> None:
     from core.code.repos import RepoStore
-    from core.digest.runner import DigestRunner, OutboxSink
-    from core.digest.store import DigestStore
-    from core.llm.usage import UsageRecorder
-    from core.outbox import Outbox
+    from core.digest.runner import standalone_runner
     from core.policy import Policy
-    from core.quotas import QuotaLedger
     from core.store.engine import Database
 
     db = Database(url)
@@ -33,14 +29,10 @@ async def main(url: str, owner: str, times: list[datetime], hang: bool) -> None:
     def clock() -> datetime:
         return now
 
-    runner = DigestRunner(
-        store=DigestStore(db, clock),
-        db=db,
-        repos=RepoStore(db, Path(tempfile.mkdtemp())),
+    runner = standalone_runner(
+        db,
         policy=Policy.from_dict({"defaults": {"permissions": ["ask"]}}),
-        quotas=QuotaLedger(db, clock),
-        usage=UsageRecorder(db),
-        sink=OutboxSink(Outbox(db, clock)),
+        repos=RepoStore(db, Path(tempfile.mkdtemp())),
         owner=owner,
         clock=clock,
         lease=timedelta(minutes=2),

@@ -18,9 +18,8 @@ import pytest
 from sqlmodel import select
 
 from bot.app import App, build_app
-from core.digest.runner import DigestRunner, OutboxSink
+from core.digest.runner import DigestRunner, OutboxSink, standalone_runner
 from core.digest.store import DigestStore
-from core.outbox import Outbox
 from core.policy import Policy
 from core.request import Request
 from core.store.models import DigestRun, OutboxRow
@@ -80,18 +79,10 @@ async def posted(app: App) -> list[OutboxRow]:
 
 def second_worker(app: App, clock: Clock, owner: str, db: Any = None) -> DigestRunner:
     """Another process's runner: its own database engine on the same database."""
-    from core.llm.usage import UsageRecorder
-    from core.quotas import QuotaLedger
-
-    db = db or app.db
-    return DigestRunner(
-        store=DigestStore(db, clock),
-        db=db,
-        repos=app.repos,
+    return standalone_runner(
+        db or app.db,
         policy=Policy.load(app.settings.policy_file),
-        quotas=QuotaLedger(db, clock),
-        usage=UsageRecorder(db),
-        sink=OutboxSink(Outbox(db, clock)),
+        repos=app.repos,
         owner=owner,
         clock=clock,
     )
@@ -195,6 +186,15 @@ async def test_each_period_posts_once(make_app: Callable[..., App], clock: Clock
     assert "No language model" not in rows[0].text  # empty: nothing to summarize
 
 
+async def first_period(app: App, clock: Clock, spec: str) -> tuple[Any, datetime]:
+    """Add a digest (`/digest add SPEC`) and move the clock just past its first run."""
+    assert (await send(app, f"/digest add {spec}")).ok
+    sub = (await app.digests.store.all())[-1]
+    [due] = [t async for t in _fires(sub, clock.now, 1)]
+    clock.now = due + timedelta(seconds=1)
+    return sub, due
+
+
 async def _fires(sub: Any, start: datetime, n: int):  # type: ignore[no-untyped-def]
     from core.digest.runner import schedule_of
 
@@ -229,10 +229,7 @@ async def test_a_dead_workers_claim_is_taken_over_after_its_lease(
     make_app: Callable[..., App], clock: Clock
 ) -> None:
     app = make_app()
-    assert (await send(app, '/digest add "*/30 * * * *" activity')).ok
-    sub = (await app.digests.store.all())[0]
-    [due] = [t async for t in _fires(sub, clock.now, 1)]
-    clock.now = due + timedelta(seconds=1)
+    sub, due = await first_period(app, clock, '"*/30 * * * *" activity')
     dead = second_worker(app, clock, "dead")
     assert await dead.store.claim(sub.id or 0, due, "dead") is not None  # then it dies
     live = second_worker(app, clock, "live")
@@ -249,10 +246,7 @@ async def test_a_crash_after_enqueueing_does_not_post_twice(
     make_app: Callable[..., App], clock: Clock
 ) -> None:
     app = make_app()
-    assert (await send(app, '/digest add "*/30 * * * *" activity')).ok
-    sub = (await app.digests.store.all())[0]
-    [due] = [t async for t in _fires(sub, clock.now, 1)]
-    clock.now = due + timedelta(seconds=1)
+    sub, due = await first_period(app, clock, '"*/30 * * * *" activity')
     crashed = second_worker(app, clock, "crashed")
     claim = await crashed.store.claim(sub.id or 0, due, "crashed")
     assert claim is not None
@@ -290,10 +284,7 @@ async def test_catch_up_once_within_grace_and_skip_older(
 
 async def test_skip_empty_posts_nothing(make_app: Callable[..., App], clock: Clock) -> None:
     app = make_app()
-    assert (await send(app, '/digest add "*/30 * * * *" memory --skip-empty')).ok
-    sub = (await app.digests.store.all())[0]
-    [due] = [t async for t in _fires(sub, clock.now, 1)]
-    clock.now = due + timedelta(seconds=1)
+    await first_period(app, clock, '"*/30 * * * *" memory --skip-empty')
     assert await app.digests.run_due() == ["empty"]
     assert await posted(app) == []
 
