@@ -407,7 +407,8 @@ class DigestRun(SQLModel, table=True):
     claimed_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
     lease_until: datetime = Field(sa_column=_ts())
     attempts: int = 1
-    state: str = Field(default="running", max_length=16)  # running | posted | empty | skipped | failed
+    # running | posted | empty | skipped | failed
+    state: str = Field(default="running", max_length=16)
     detail: str = Field(default="", max_length=500)
     finished_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
 
