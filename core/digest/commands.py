@@ -25,7 +25,7 @@ from core.request import Reply
 from core.store.models import DigestSubscription
 
 USAGE = (
-    "Usage: `/digest add SCHEDULE KIND [--tz ZONE] [--skip-empty] [--repo NAME]`, "
+    "Usage: `/digest add SCHEDULE KIND [--tz ZONE] [--skip-empty] [--repo NAME] [--voice]`, "
     "`/digest list`, `/digest remove|pause|resume|run ID`, `/digest timezone ZONE`.\n"
     f'SCHEDULE: {", ".join(PRESETS)} or 5 cron fields in quotes, e.g. "0 9 * * 1-5". '
     f"KIND: {', '.join(sorted(KINDS))}."
@@ -38,12 +38,11 @@ class _Usage(Exception):
     pass
 
 
-def digest_commands(
-    store: DigestStore,
-    runner: Callable[[], DigestRunner | None],
-    *,
-    voice_available: Callable[[], bool] = lambda: False,
-) -> list[Command]:
+def digest_commands(store: DigestStore, runner: Callable[[], DigestRunner | None]) -> list[Command]:
+    def voice_available() -> bool:
+        active = runner()
+        return active is not None and active.speak is not None
+
     async def digest(ctx: CommandContext, args: str) -> Reply:
         try:
             words = shlex.split(args.translate(_QUOTES))
@@ -93,13 +92,15 @@ def digest_commands(
         schedule_text, kind = positional[0], positional[1].lower()
         if kind not in KINDS:
             raise _Usage(f"Unknown kind `{kind[:40]}`.")
-        if flags["--voice"] and not voice_available():
-            return Reply(
-                "`--voice` needs voice replies, which this Threadline does not have yet: "
-                "add the digest without it.",
-                ok=False,
-                ephemeral=True,
-            )
+        if flags["--voice"]:
+            if not voice_available():
+                return Reply(
+                    "`--voice` needs voice replies, which are not set up here: add the digest "
+                    "without it.",
+                    ok=False,
+                    ephemeral=True,
+                )
+            ctx.session.require("tts")
         if options["--repo"] and not KINDS[kind].needs_repo:
             raise _Usage(f"`--repo` applies to repo-changes digests, not {kind}.")
         if options["--repo"] and not ctx.session.allows_repo(options["--repo"]):
@@ -175,7 +176,9 @@ def digest_commands(
         if active is None:
             return Reply("Digests cannot run in this process.", ok=False, ephemeral=True)
         digest = await active.preview(sub)
-        return Reply("*Preview (not posted to the channel):*\n\n" + digest.text)
+        return Reply(
+            "*Preview (not posted to the channel):*\n\n" + digest.text, attachments=digest.audio
+        )
 
     async def _timezone(ctx: CommandContext, words: list[str]) -> Reply:
         who = ctx.session.identity

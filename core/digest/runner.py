@@ -15,7 +15,7 @@ token budget can pay for it; otherwise it is the structured list, and says why.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -24,13 +24,14 @@ from core.code.repos import RepoStore
 from core.digest.kinds import KINDS, DigestContent, DigestContext
 from core.digest.schedule import Schedule, ScheduleError
 from core.digest.store import DEFAULT_LEASE, Claim, DigestStore
+from core.errors import Refusal
 from core.llm.client import ChatModel, LLMError
 from core.llm.usage import UsageRecorder, settled
 from core.memory.tokens import TokenCounter
 from core.outbox import Outbox, OutboxMessage
 from core.policy import Policy
 from core.quotas import BudgetExhausted, QuotaLedger
-from core.request import Request
+from core.request import Attachment, Request
 from core.session import ToolSession, open_session
 from core.store.engine import Database
 from core.store.models import DigestSubscription
@@ -51,7 +52,19 @@ SUMMARY_PROMPT = (
 class DigestSink(Protocol):
     """Where a finished digest goes (the outbox, in the bot)."""
 
-    async def post(self, sub: DigestSubscription, title: str, text: str, key: str) -> bool: ...
+    async def post(
+        self,
+        sub: DigestSubscription,
+        title: str,
+        text: str,
+        key: str,
+        attachments: tuple[Attachment, ...] = (),
+    ) -> bool: ...
+
+
+# Audio of a digest (`--voice`): (session, text, title) -> the attachment and notes about it;
+# raises `Refusal` (no `tts` permission, voice budget spent, engine missing).
+Speak = Callable[[ToolSession, str, str], Awaitable[tuple[Attachment, tuple[str, ...]]]]
 
 
 class OutboxSink:
@@ -63,7 +76,14 @@ class OutboxSink:
     def __init__(self, outbox: Outbox) -> None:
         self._outbox = outbox
 
-    async def post(self, sub: DigestSubscription, title: str, text: str, key: str) -> bool:
+    async def post(
+        self,
+        sub: DigestSubscription,
+        title: str,
+        text: str,
+        key: str,
+        attachments: tuple[Attachment, ...] = (),
+    ) -> bool:
         message = OutboxMessage(
             platform=sub.platform,
             tenant=sub.tenant,
@@ -71,6 +91,7 @@ class OutboxSink:
             text=text,
             key=key,
             title=title,
+            attachments=attachments,
         )
         return await self._outbox.enqueue(message)
 
@@ -80,6 +101,7 @@ class Digest:
     title: str
     text: str
     empty: bool
+    audio: tuple[Attachment, ...] = ()
 
 
 def schedule_of(sub: DigestSubscription) -> Schedule:
@@ -103,6 +125,7 @@ class DigestRunner:
         sink: DigestSink,
         owner: str,
         model_for: Callable[[ToolSession], ChatModel | None] = lambda _s: None,
+        speak: Speak | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         grace: timedelta = DEFAULT_GRACE,
         lease: timedelta = DEFAULT_LEASE,
@@ -117,6 +140,7 @@ class DigestRunner:
         self._usage = usage
         self._sink = sink
         self._model_for = model_for
+        self.speak = speak
         self._clock = clock
         self._lease = lease
         self._counter = TokenCounter()
@@ -206,7 +230,7 @@ class DigestRunner:
             await self.store.finish(claim, "empty", "nothing in the period; --skip-empty")
             return "empty"
         key = f"digest:{sub.id}:{claim.scheduled_for.astimezone(UTC).isoformat()}"
-        await self._sink.post(sub, digest.title, digest.text, key)
+        await self._sink.post(sub, digest.title, digest.text, key, digest.audio)
         await self.store.finish(claim, "posted")
         return "posted"
 
@@ -241,10 +265,27 @@ class DigestRunner:
             notes = content.notes
         else:
             body, notes = await self._summarize(session, kind.title, content)
+        audio: tuple[Attachment, ...] = ()
+        if sub.voice:
+            audio, spoken_notes = await self._audio(session, f"{title}.\n\n{body}", title)
+            notes = [*notes, *spoken_notes]
         parts = [f"**{title}**", body]
         if notes:
             parts.append("\n".join(f"_{n}_" for n in notes))
-        return Digest(title=title, text="\n\n".join(parts), empty=content.empty)
+        return Digest(title=title, text="\n\n".join(parts), empty=content.empty, audio=audio)
+
+    async def _audio(
+        self, session: ToolSession, text: str, title: str
+    ) -> tuple[tuple[Attachment, ...], list[str]]:
+        """The digest read aloud (`--voice`); when that cannot be done, the text still goes
+        out with a note saying why."""
+        if self.speak is None:
+            return (), ["No audio: voice replies are not set up here."]
+        try:
+            attachment, notes = await self.speak(session, text, title)
+        except Refusal as exc:
+            return (), [f"No audio: {exc}"]
+        return (attachment,), list(notes)
 
     @staticmethod
     def _period_text(sub: DigestSubscription, start: datetime, end: datetime) -> str:

@@ -488,3 +488,38 @@ def schedule_of_sub(sub: Any) -> Any:
     from core.digest.runner import schedule_of
 
     return schedule_of(sub)
+
+
+async def test_voice_digests_carry_audio_or_say_why_not(
+    make_app: Callable[..., App], clock: Clock
+) -> None:
+    from core.errors import Refusal
+    from core.request import Attachment
+    from core.session import ToolSession
+
+    app = make_app()
+    refused = await send(app, "/digest add daily activity --voice")
+    assert not refused.ok and "not set up here" in refused.text
+    spoken: list[str] = []
+
+    async def speak(
+        session: ToolSession, text: str, title: str
+    ) -> tuple[Attachment, tuple[str, ...]]:
+        if "refuse" in spoken:
+            raise Refusal("your daily voice (TTS) budget is used up")
+        spoken.append(text)
+        return Attachment("audio", "digest.ogg", b"OggS", "audio/ogg"), ()
+
+    app.digests.speak = speak
+    sub, due = await first_period(app, clock, '"*/30 * * * *" activity --voice')
+    assert sub.voice
+    assert await app.digests.run_due() == ["posted"]
+    [row] = await posted(app)
+    assert spoken and spoken[0].startswith("Activity digest")
+    assert "digest.ogg" in (row.attachments or "")
+    spoken.append("refuse")
+    clock.now = due + timedelta(minutes=30, seconds=1)
+    assert await app.digests.run_due() == ["posted"]
+    second = (await posted(app))[-1]
+    assert "No audio: your daily voice (TTS) budget is used up" in second.text
+    assert not second.attachments or "digest.ogg" not in second.attachments
