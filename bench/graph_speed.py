@@ -6,7 +6,8 @@ For each corpus (default: the installed SQLAlchemy and hypothesis packages in .v
 files `walk()` selects are read into memory once; then, best of `--runs`, one thread:
 
 - extract: every file parsed and described (`core.code.graph.build.extract_files`);
-- resolve: every file's edges (`Resolver.edges`), with all facts in memory;
+- resolve: every file's edges (`core.code.graph.build.resolve_paths`), with all facts in
+  memory;
 - files/s = graph files / (extract + resolve).
 
 Then the graph is stored as indexing does (`update_graph` into a fresh SQLite database), and
@@ -30,9 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import append_section, machine_facts, peak_rss_mb  # noqa: E402
-from core.code.graph.build import extract_files  # noqa: E402
+from core.code.graph.build import extract_files, resolve_paths  # noqa: E402
 from core.code.graph.extract import graph_language  # noqa: E402
-from core.code.graph.resolve import Resolver  # noqa: E402
 from core.code.graph.store import update_graph  # noqa: E402
 from core.code.walk import walk  # noqa: E402
 
@@ -47,8 +47,7 @@ def measure_cpu(sources: dict[str, bytes], runs: int) -> tuple[float, float, int
         start = time.perf_counter()
         files = extract_files(sources)
         mid = time.perf_counter()
-        resolver = Resolver(files)
-        edges = sum(len(resolver.edges(path)) for path in files)
+        edges = sum(len(found) for found in resolve_paths(files, files).values())
         end = time.perf_counter()
         best_extract = min(best_extract, mid - start)
         best_resolve = min(best_resolve, end - mid)

@@ -296,3 +296,19 @@ def test_generators_comprehensions_and_unpacking_carry_functions() -> None:
     assert called("by_comprehension") == {"m.py:b", "m.py:c"}
     assert called("by_star") == {"m.py:a", "m.py:c"}
     assert called("by_result") == {"m.py:pair", "m.py:b"}
+
+
+def test_calls_inside_f_strings_and_under_attribute_chains_are_found() -> None:
+    found = calls(
+        {
+            "m.py": "def g():\n    pass\n\ndef h():\n    pass\n\ndef k():\n    pass\n\n"
+            "def f(obj):\n"
+            "    a = f'{g()}' rf'{h()!r}'\n"
+            "    b = 'k()' + \"{k()}\" + r'{k()}'\n"  # not f-strings: no call
+            "    c = k().real.imag\n"
+            "    d = obj.x.y\n",
+        }
+    )
+    assert {t for s, t in found if s == "m.py:f"} == {"m.py:g", "m.py:h", "m.py:k"}
+    plain = edges_of({"m.py": "def k():\n    pass\n\nx = 'k()'\n"})
+    assert not [e for e in plain if e.kind == "calls"]

@@ -1,6 +1,12 @@
 """Extraction and resolution of a set of files, without storage: what indexing runs in a worker
 thread (`extract_batch`, `resolve_paths`) and what the bench runs on fixtures
-(`graph_of_files`). All of it is CPU-bound and synchronous."""
+(`graph_of_files`). All of it is CPU-bound and synchronous.
+
+Each call pauses the cyclic garbage collector for the whole batch, not file by file: every
+re-enabling let a collection walk the facts built so far again (a tenth of the build), while a
+file leaves next to no cyclic garbage (its scaffolding is freed by reference counting), so
+memory does not grow for the pause.
+"""
 
 from __future__ import annotations
 
@@ -8,41 +14,46 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from core.code.graph.extract import extract
+from core.code.graph.gcpause import gc_paused
 from core.code.graph.model import Edge, FileFacts
 from core.code.graph.resolve import Resolver
 
 
 def extract_files(sources: Mapping[str, bytes]) -> dict[str, FileFacts]:
     out: dict[str, FileFacts] = {}
-    for path, source in sources.items():
-        facts = extract(path, source)
-        if facts is not None:
-            out[path] = facts
+    with gc_paused():
+        for path, source in sources.items():
+            facts = extract(path, source)
+            if facts is not None:
+                out[path] = facts
     return out
 
 
 def extract_batch(root: Path, paths: Iterable[str]) -> dict[str, FileFacts | None]:
     """The facts of each path read from `root` (None: gone, unreadable, or no extractor)."""
     out: dict[str, FileFacts | None] = {}
-    for rel in paths:
-        try:
-            source = (root / rel).read_bytes()
-        except OSError:
-            out[rel] = None
-            continue
-        try:
-            out[rel] = extract(rel, source)
-        except RecursionError:  # pathologically nested code: the file simply has no graph
-            out[rel] = None
+    with gc_paused():
+        for rel in paths:
+            try:
+                source = (root / rel).read_bytes()
+            except OSError:
+                out[rel] = None
+                continue
+            try:
+                out[rel] = extract(rel, source)
+            except RecursionError:  # pathologically nested code: the file simply has no graph
+                out[rel] = None
     return out
 
 
 def resolve_paths(files: dict[str, FileFacts], paths: Iterable[str]) -> dict[str, list[Edge]]:
     resolver = Resolver(files)
-    return {path: resolver.edges(path) for path in paths if path in files}
+    with gc_paused():
+        return {path: resolver.edges(path) for path in paths if path in files}
 
 
 def graph_of_files(sources: Mapping[str, bytes]) -> list[Edge]:
     files = extract_files(sources)
     resolver = Resolver(files)
-    return [edge for path in sorted(files) for edge in resolver.edges(path)]
+    with gc_paused():
+        return [edge for path in sorted(files) for edge in resolver.edges(path)]

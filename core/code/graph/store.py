@@ -24,6 +24,7 @@ from typing import Any
 
 from core.code.graph.build import extract_batch
 from core.code.graph.extract import graph_language
+from core.code.graph.gcpause import gc_paused
 from core.code.graph.model import FileFacts
 from core.code.graph.resolve import Resolver, module_keys
 from core.store.engine import Database
@@ -125,21 +126,22 @@ def _decode(rows: Iterable[tuple[str, str]]) -> dict[str, FileFacts]:
 def _resolve(files: dict[str, FileFacts], paths: Iterable[str]) -> list[dict[str, Any]]:
     resolver = Resolver(files)
     rows: list[dict[str, Any]] = []
-    for path in sorted(paths):
-        for e in resolver.edges(path):
-            rows.append(
-                {
-                    "kind": e.kind,
-                    "source_path": e.source_path,
-                    "source_symbol": e.source_symbol,
-                    "source_line": e.source_line,
-                    "target_path": e.target_path,
-                    "target_symbol": e.target_symbol,
-                    "target_line": e.target_line,
-                    "target_name": e.target_name,
-                    "confidence": e.confidence,
-                }
-            )
+    with gc_paused():  # for the whole set: see core.code.graph.build
+        for path in sorted(paths):
+            for e in resolver.edges(path):
+                rows.append(
+                    {
+                        "kind": e.kind,
+                        "source_path": e.source_path,
+                        "source_symbol": e.source_symbol,
+                        "source_line": e.source_line,
+                        "target_path": e.target_path,
+                        "target_symbol": e.target_symbol,
+                        "target_line": e.target_line,
+                        "target_name": e.target_name,
+                        "confidence": e.confidence,
+                    }
+                )
     return rows
 
 
