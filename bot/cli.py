@@ -144,7 +144,9 @@ def main(argv: list[str] | None = None) -> int:
         args.command == "run" and not _long_running("run", settings)
     )
     quiet = interactive and not args.verbose
-    _configure_logging("WARNING" if quiet else settings.log_level)
+    from bot.logs import configure_logging
+
+    configure_logging("WARNING" if quiet else settings.log_level, settings.log_format)
     try:
         if args.command == "skills":
             from bot.skills_cli import check
@@ -208,14 +210,6 @@ def _load_settings() -> Settings:
     from config.settings import load_settings
 
     return load_settings()
-
-
-def _configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=level.upper(),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
 
 
 async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:

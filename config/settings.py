@@ -308,6 +308,10 @@ class Settings(BaseSettings):
         validation_alias=_alias("THREADLINE_SKILLS_INDEX_SHARE", "skills_index_share"),
     )
     log_level: str = Field("INFO", validation_alias=_alias("THREADLINE_LOG_LEVEL", "log_level"))
+    # "json": one JSON object per log line, with the request id, platform, tenant and channel.
+    log_format: Literal["text", "json"] = Field(
+        "text", validation_alias=_alias("LOG_FORMAT", "log_format")
+    )
 
     llm_provider: str | None = None
     llm_base_url: str | None = None
@@ -541,6 +545,7 @@ _ENV_NAMES = {
     "skills_index_share": "THREADLINE_SKILLS_INDEX_SHARE",
     "skills_examples": "THREADLINE_SKILLS_EXAMPLES",
     "log_level": "THREADLINE_LOG_LEVEL",
+    "log_format": "LOG_FORMAT",
 }
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from core import commands as cmd
 from core import messages
 from core.errors import Refusal
+from core.logcontext import RequestContext, request_scope
 from core.policy import Policy
 from core.request import Progress, Reply, Request
 from core.session import ToolSession, open_session
@@ -85,18 +86,22 @@ class Core:
 
         `progress` receives short status lines while tools run (optional)."""
         started = time.monotonic()
-        try:
-            reply = await self._handle(request, progress)
-        except Refusal as exc:
-            reply = Reply(str(exc), ok=False)
-        except Exception:
-            log.exception(
-                "request %s failed (%s, channel %s)",
-                request.request_id,
-                request.platform,
-                request.channel,
-            )
-            reply = Reply(messages.INTERNAL_ERROR, ok=False)
+        context = RequestContext(
+            request.request_id, request.platform, request.tenant, request.channel
+        )
+        with request_scope(context):
+            try:
+                reply = await self._handle(request, progress)
+            except Refusal as exc:
+                reply = Reply(str(exc), ok=False)
+            except Exception:
+                log.exception(
+                    "request %s failed (%s, channel %s)",
+                    request.request_id,
+                    request.platform,
+                    request.channel,
+                )
+                reply = Reply(messages.INTERNAL_ERROR, ok=False)
         if self._metrics is not None:
             self._metrics.observe(request.platform, reply, time.monotonic() - started)
         return reply
