@@ -34,6 +34,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from core.mcp.config import McpServerSettings, check_server_names
 from core.policy import toml_kind
 
 if TYPE_CHECKING:
@@ -324,6 +325,8 @@ class Settings(BaseSettings):
     llm_compact_threshold: float = Field(0.9, ge=0.3, le=0.99)
     llm_max_tokens_param: MaxTokensParam = "max_tokens"
     providers: dict[str, ProviderSettings] = {}
+    # MCP servers, `[mcp.NAME]` tables of the settings file (core/mcp/config.py).
+    mcp: dict[str, McpServerSettings] = {}
 
     # Code search. "local": all-MiniLM-L6-v2 on the CPU (offline, the default); "openai": an
     # OpenAI-compatible /embeddings endpoint (EMBEDDINGS_URL, EMBEDDINGS_MODEL,
@@ -440,6 +443,12 @@ class Settings(BaseSettings):
     def _database_url(cls, value: object) -> str | None:
         text = str(value).strip() if value is not None else ""
         return text or None
+
+    @field_validator("mcp", mode="after")
+    @classmethod
+    def _mcp_names(cls, value: dict[str, McpServerSettings]) -> dict[str, McpServerSettings]:
+        check_server_names(list(value))
+        return value
 
     @model_validator(mode="after")
     def _check_llm(self) -> Settings:
@@ -564,6 +573,13 @@ def describe_error(exc: ValidationError) -> str:
             if err["type"] == "extra_forbidden":
                 close = difflib.get_close_matches(
                     str(err["loc"][-1]), sorted(ProviderSettings.model_fields), n=1
+                )
+                msg = "unknown key" + (f" (did you mean {close[0]}?)" if close else "")
+        if field and head == "mcp":
+            name = f"[mcp] {field.removeprefix('mcp.')} in the settings file"
+            if err["type"] == "extra_forbidden":
+                close = difflib.get_close_matches(
+                    str(err["loc"][-1]), sorted(McpServerSettings.model_fields), n=1
                 )
                 msg = "unknown key" + (f" (did you mean {close[0]}?)" if close else "")
         lines.append(f"  - {name}: {msg}" if name else f"  - {msg}")

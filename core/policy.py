@@ -29,6 +29,7 @@ file) are resolved the same way as a budget.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,31 @@ Permission = Literal[
     "admin",
 ]
 ALL_PERMISSIONS: frozenset[str] = frozenset(get_args(Permission))
+# MCP servers' tools: `mcp:NAME` (every tool of server NAME) or `mcp:NAME.tool` (one tool).
+MCP_PERMISSION = re.compile(
+    r"^mcp:([a-z0-9](?:[a-z0-9-]|_(?!_)){0,30})(?:\.([A-Za-z0-9_-]{1,64}))?$"
+)
+
+
+def is_permission(value: str) -> bool:
+    return value in ALL_PERMISSIONS or MCP_PERMISSION.match(value) is not None
+
+
+def _permission(value: str) -> str:
+    if is_permission(value):
+        return value
+    if value.startswith("mcp:"):
+        raise ValueError(
+            f"malformed MCP permission {value!r}; write mcp:SERVER or mcp:SERVER.tool "
+            "(server: lower-case letters, digits, '-', '_'; tool: letters, digits, '-', '_')"
+        )
+    raise ValueError(
+        f"unknown permission {value!r}; known: {', '.join(sorted(ALL_PERMISSIONS))}, "
+        "mcp:SERVER, mcp:SERVER.tool"
+    )
+
+
+PermissionName = Annotated[str, AfterValidator(_permission)]
 
 
 class PolicyError(ValueError):
@@ -141,8 +167,8 @@ ModelName = Annotated[str, AfterValidator(_model_name)]
 class Rule(_Strict):
     name: str = ""
     match: Match = Match()
-    grant: list[Permission] = []
-    deny: list[Permission] = []
+    grant: list[PermissionName] = []
+    deny: list[PermissionName] = []
     budgets: PartialBudgets = PartialBudgets()
     repos: RepoList | None = None  # None: this rule does not decide which repos are readable
     skills: SkillList | None = None  # None: this rule does not decide which skills are usable
@@ -151,7 +177,7 @@ class Rule(_Strict):
 
 
 class Defaults(_Strict):
-    permissions: list[Permission] = ["ask"]
+    permissions: list[PermissionName] = ["ask"]
     budgets: Budgets = Budgets()
     repos: RepoList = [ALL_REPOS]
     skills: SkillList = [ALL_SKILLS]
@@ -315,7 +341,7 @@ def _describe(exc: ValidationError, raw: dict[str, object], source: str) -> str:
         elif err["type"] == "extra_forbidden":
             msg = "unknown key"
         else:
-            msg = err["msg"]
+            msg = str(err["msg"]).removeprefix("Value error, ")
         lines.append(f"  - {where}: {msg}")
     return "\n".join(lines)
 

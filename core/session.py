@@ -58,7 +58,11 @@ class ToolSession:
     narrowing: ToolNarrowing = field(default_factory=ToolNarrowing)
 
     def allows(self, permission: str) -> bool:
-        return permission in self.permissions
+        if permission in self.permissions:
+            return True
+        # `mcp:NAME` grants every tool of server NAME (`mcp:NAME.tool`).
+        server, dot, _ = permission.partition(".")
+        return bool(dot) and server.startswith("mcp:") and server in self.permissions
 
     def allows_repo(self, name: str) -> bool:
         """Whether this conversation may read (search, list, open) the repository `name`."""

@@ -463,3 +463,25 @@ class TenantSetting(SQLModel, table=True):
     key: str = Field(max_length=64)
     value: str = Field(max_length=256)
     updated_by: str = Field(max_length=128)
+
+
+class McpToolPin(SQLModel, table=True):
+    """An MCP tool's approved definition (name, description, input schema, annotations as
+    canonical JSON) and its sha256. A server that later lists a different definition gets it
+    recorded as `pending_*` and the tool disabled until an admin runs `/mcp approve SERVER`."""
+
+    __tablename__ = "mcp_tool_pins"
+    __table_args__ = (UniqueConstraint("server", "tool"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    server: str = Field(max_length=64)
+    tool: str = Field(max_length=128)
+    sha256: str = Field(max_length=64)
+    definition: str = Field(sa_column=Column(Text, nullable=False))
+    approved_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
+    approved_by: str = Field(default="(first connect)", max_length=128)
+    pending_sha256: str | None = Field(default=None, max_length=64)
+    pending_definition: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    pending_since: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )

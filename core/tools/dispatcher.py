@@ -14,6 +14,7 @@ import inspect
 import json
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,12 +24,24 @@ from core.errors import PermissionDenied, ToolError
 from core.session import ToolSession
 from core.tools.audit import AuditEvent, AuditLog
 from core.tools.context import ToolContext
-from core.tools.registry import Tool, ToolRegistry
+from core.tools.registry import JsonArgs, Tool, ToolRegistry
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_ARGS_CHARS = 4_000
 DEFAULT_MAX_RESULT_CHARS = 8_000
+
+# Asks the requesting user to confirm a call with side effects; returns "confirmed",
+# "declined", "timeout" or "unavailable" (no way to ask on this platform). core/mcp/confirm.py.
+Confirm = Callable[[ToolContext, Tool, dict[str, Any]], Awaitable[str]]
+_CONFIRM_REFUSALS = {
+    "declined": "Error: the user declined this call. Do not retry it.",
+    "timeout": "Error: the user did not confirm this call in time. Do not retry it unasked.",
+    "unavailable": (
+        "Error: this tool has side effects and needs the user's confirmation, which is not "
+        "available on this platform yet; tell the user."
+    ),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +92,12 @@ def validate(t: Tool, call: ProposedCall) -> BaseModel:
         raise Rejected("invalid_args", "Error: the arguments are not valid JSON.") from None
     if not isinstance(raw, dict):
         raise Rejected("invalid_args", "Error: the arguments must be a JSON object.")
+    if t.check_args is not None:
+        found = t.check_args(raw)
+        if found:
+            text = "; ".join(found[:5])
+            raise Rejected("invalid_args", f"Error: invalid arguments ({text}).")
+        return JsonArgs(values=raw)
     try:
         return t.args.model_validate(raw)
     except ValidationError as exc:
@@ -107,6 +126,12 @@ def permit(t: Tool, session: ToolSession) -> None:
         )
 
 
+def check_blocked(t: Tool) -> None:
+    reason = t.blocked() if t.blocked is not None else None
+    if reason is not None:
+        raise Rejected("unavailable", f"Error: this tool is not available right now ({reason}).")
+
+
 def check_budget(session: ToolSession) -> None:
     if session.counters.tool_calls > session.budgets.tool_calls_per_request:
         raise Rejected(
@@ -129,8 +154,10 @@ class Dispatcher:
         *,
         max_args_chars: int = DEFAULT_MAX_ARGS_CHARS,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+        confirm: Confirm | None = None,
     ) -> None:
         self.registry = registry
+        self.confirm = confirm
         self._audit = audit
         self._max_args = max_args_chars
         self._max_result = max_result_chars
@@ -140,14 +167,20 @@ class Dispatcher:
         session.counters.tool_calls += 1  # counted before any check: refusals spend budget too
         started = time.monotonic()
         detail = ""
+        shown = call.name
         try:
             t = lookup(self.registry, call)
+            shown = t.shown_name
             # Permission before validation: a tool the session may not use reveals nothing
             # about its arguments, and the user hears about the missing permission.
             permit(t, session)
             check_size(call, self._max_args)
             args = validate(t, call)
             check_budget(session)
+            check_blocked(t)
+            if t.confirm:
+                await self._confirmed(ctx, t, args)
+                detail = "confirmed by the requesting user"
             content = cap(await self._run(t, ctx, args), t.max_result_chars or self._max_result)
             outcome = ToolOutcome(call, True, "ok", content)
         except Rejected as r:
@@ -175,9 +208,15 @@ class Dispatcher:
             detail = type(exc).__name__
         elapsed = int((time.monotonic() - started) * 1000)
         await self._audit.record(
-            session, AuditEvent(call.name, outcome.code, detail, elapsed, call.arguments)
+            session, AuditEvent(shown, outcome.code, detail, elapsed, call.arguments)
         )
         return outcome
+
+    async def _confirmed(self, ctx: ToolContext, t: Tool, args: BaseModel) -> None:
+        values = args.values if isinstance(args, JsonArgs) else args.model_dump()
+        answer = "unavailable" if self.confirm is None else await self.confirm(ctx, t, values)
+        if answer != "confirmed":
+            raise Rejected(f"confirm_{answer}", _CONFIRM_REFUSALS.get(answer, "Error: refused."))
 
     async def refuse_excess(self, ctx: ToolContext, calls: list[ProposedCall]) -> None:
         """Calls proposed beyond the request's tool budget are not run, stored or answered one

@@ -15,7 +15,7 @@ from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict
 
-from core.policy import ALL_PERMISSIONS
+from core.policy import is_permission
 from core.session import ToolSession
 from core.tools.context import ToolContext
 
@@ -46,18 +46,39 @@ class Tool:
     # Its own cap on what it returns (None: the dispatcher's); a skill's body needs more room
     # than a search result, and is still cut to the model's window by the agent.
     max_result_chars: int | None = None
+    # Tools from elsewhere (MCP servers) bring a JSON schema instead of an argument model: it
+    # is sent to the model as is, `check_args` validates calls against it (returning problems,
+    # never input values) and the function receives `JsonArgs`.
+    parameters: dict[str, Any] | None = None
+    check_args: Callable[[dict[str, Any]], list[str]] | None = None
+    label: str | None = None  # the name people see (`tracker.close_issue`); default: name
+    # Why the tool cannot run right now (its server is down, its definition changed), or None;
+    # a blocked tool is not offered, and a call to it is refused before anything runs.
+    blocked: Callable[[], str | None] | None = None
+    confirm: bool = False  # side effects: runs only once the requesting user confirms
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
             raise ValueError(f"tool name {self.name!r} must match {_NAME.pattern}")
-        if self.permission not in ALL_PERMISSIONS:
+        if not is_permission(self.permission):
             raise ValueError(f"tool {self.name!r} needs unknown permission {self.permission!r}")
         if self.args.model_config.get("extra") != "forbid":
             raise ValueError(f"tool {self.name!r}: argument model must forbid extra keys")
+        if (self.parameters is None) != (self.check_args is None) or (
+            self.parameters is not None and self.args is not JsonArgs
+        ):
+            raise ValueError(f"tool {self.name!r}: parameters need check_args and JsonArgs")
+
+    @property
+    def shown_name(self) -> str:
+        return self.label or self.name
 
     def schema(self) -> dict[str, Any]:
-        parameters = self.args.model_json_schema()
-        parameters.pop("title", None)
+        if self.parameters is not None:
+            parameters = self.parameters
+        else:
+            parameters = self.args.model_json_schema()
+            parameters.pop("title", None)
         return {
             "type": "function",
             "function": {
@@ -66,6 +87,12 @@ class Tool:
                 "parameters": parameters,
             },
         }
+
+
+class JsonArgs(ToolArgs):
+    """The arguments of a tool declared by a JSON schema, already checked against it."""
+
+    values: dict[str, Any]
 
 
 def tool(*, name: str, permission: str, timeout: float = 30.0) -> Callable[[ToolFunc], Tool]:
@@ -107,8 +134,13 @@ class ToolRegistry:
         return [
             t
             for t in self._tools.values()
-            if session.allows(t.permission) and session.narrowing.allows(t.name)
+            if session.allows(t.permission)
+            and session.narrowing.allows(t.name)
+            and (t.blocked is None or t.blocked() is None)
         ]
+
+    def remove(self, name: str) -> None:
+        self._tools.pop(name, None)
 
     async def offered(self, session: ToolSession) -> list[dict[str, Any]]:
         """The schemas to send with a model call: the permitted tools, minus those whose

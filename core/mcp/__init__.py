@@ -1,0 +1,1 @@
+"""MCP servers: connections (manager), tool pinning (pins), confirmations (confirm), `/mcp`."""

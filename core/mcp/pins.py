@@ -1,0 +1,160 @@
+"""Tool pinning: an MCP tool's definition is trusted as first seen, and a change disables it.
+
+A definition is the tool's name, description, input schema and annotations as canonical JSON
+(sorted keys); its sha256 is what is compared. The first connect records it (trust on first
+use); a later connect that lists a different definition records that as pending and the tool
+stays disabled until an admin approves it (`/mcp approve SERVER`). A server that goes back to
+the approved definition is trusted again (the pending change is dropped).
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, select
+
+from core.store.engine import Database
+from core.store.models import McpToolPin
+
+PinStatus = Literal["new", "pinned", "changed"]
+_DIFF_LINES = 40
+_DIFF_LINE_CHARS = 160
+
+
+def canonical(definition: dict[str, Any]) -> str:
+    return json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def digest(definition: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical(definition).encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class PendingChange:
+    tool: str
+    old: dict[str, Any]
+    new: dict[str, Any]
+    since: datetime | None
+
+    def describe(self) -> str:
+        """What changed, field by field; long texts as a capped line diff, never in full."""
+        lines = [f"**{self.tool}** (changed {_when(self.since)}):"]
+        for key in sorted(set(self.old) | set(self.new)):
+            before, after = self.old.get(key), self.new.get(key)
+            if before == after:
+                continue
+            lines.append(f"- {key}:")
+            diff = list(
+                difflib.unified_diff(
+                    _lines(before), _lines(after), "approved", "now", n=1, lineterm=""
+                )
+            )[2:]
+            shown = [_clip(line) for line in diff[:_DIFF_LINES]]
+            if len(diff) > _DIFF_LINES:
+                shown.append(f"… {len(diff) - _DIFF_LINES} more diff lines")
+            lines.append("```\n" + "\n".join(shown) + "\n```")
+        return "\n".join(lines)
+
+
+def _lines(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return value.splitlines() or [""]
+    return json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False).splitlines()
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= _DIFF_LINE_CHARS else line[:_DIFF_LINE_CHARS] + "…"
+
+
+def _when(at: datetime | None) -> str:
+    return at.strftime("%Y-%m-%d %H:%M UTC") if at is not None else "at an unknown time"
+
+
+class PinStore:
+    def __init__(self, db: Database, clock: Callable[[], datetime] = lambda: datetime.now(UTC)):
+        self._db = db
+        self._clock = clock
+
+    async def check(
+        self, server: str, definitions: dict[str, dict[str, Any]]
+    ) -> dict[str, PinStatus]:
+        """Compare the listed definitions with the pins, recording new ones and changes."""
+        out: dict[str, PinStatus] = {}
+        for tool, definition in definitions.items():
+            out[tool] = await self._check_one(server, tool, definition)
+        return out
+
+    async def _check_one(self, server: str, tool: str, definition: dict[str, Any]) -> PinStatus:
+        sha, text = digest(definition), canonical(definition)
+        for _ in range(2):  # a second process may insert the first pin at the same moment
+            try:
+                async with self._db.session() as s:
+                    row = (
+                        await s.exec(
+                            select(McpToolPin).where(
+                                McpToolPin.server == server, McpToolPin.tool == tool
+                            )
+                        )
+                    ).first()
+                    if row is None:
+                        s.add(McpToolPin(server=server, tool=tool, sha256=sha, definition=text))
+                        return "new"
+                    if row.sha256 == sha:
+                        if row.pending_sha256 is not None:  # back to what was approved
+                            row.pending_sha256 = row.pending_definition = None
+                            row.pending_since = None
+                            s.add(row)
+                        return "pinned"
+                    if row.pending_sha256 != sha:
+                        row.pending_sha256, row.pending_definition = sha, text
+                        row.pending_since = self._clock()
+                        s.add(row)
+                    return "changed"
+            except IntegrityError:
+                continue
+        return "changed"  # unreachable in practice; failing closed
+
+    async def pending(self, server: str) -> list[PendingChange]:
+        async with self._db.session() as s:
+            rows = (
+                await s.exec(
+                    select(McpToolPin)
+                    .where(McpToolPin.server == server, col(McpToolPin.pending_sha256).is_not(None))
+                    .order_by(col(McpToolPin.tool))
+                )
+            ).all()
+        return [
+            PendingChange(
+                r.tool,
+                json.loads(r.definition),
+                json.loads(r.pending_definition or "{}"),
+                r.pending_since,
+            )
+            for r in rows
+        ]
+
+    async def approve(self, server: str, by: str) -> list[str]:
+        """Approve every pending change of `server`; returns the tools approved."""
+        async with self._db.session() as s:
+            rows = (
+                await s.exec(
+                    select(McpToolPin).where(
+                        McpToolPin.server == server, col(McpToolPin.pending_sha256).is_not(None)
+                    )
+                )
+            ).all()
+            for r in rows:
+                assert r.pending_sha256 is not None and r.pending_definition is not None
+                r.sha256, r.definition = r.pending_sha256, r.pending_definition
+                r.pending_sha256 = r.pending_definition = None
+                r.pending_since = None
+                r.approved_at, r.approved_by = self._clock(), by[:128]
+                s.add(r)
+            return sorted(r.tool for r in rows)
