@@ -30,6 +30,8 @@ def create_http_app(app: App, slack: SlackAdapter | None = None) -> Starlette:
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
+    from bot.readiness import ReadinessProbe
+
     async def healthz(_: Request) -> Response:
         from sqlalchemy import text
 
@@ -43,13 +45,24 @@ def create_http_app(app: App, slack: SlackAdapter | None = None) -> Starlette:
             {"status": "ok", "database": "ok", "model_configured": app.core.model_configured}
         )
 
+    probe = ReadinessProbe(app)
+
+    async def readyz(_: Request) -> Response:
+        ready = await probe.check()
+        if ready.ok:
+            return JSONResponse({"status": "ready", "checks": ready.checks})
+        return JSONResponse(
+            {"status": "not ready", "failing": ready.failing, "checks": ready.checks},
+            status_code=503,
+        )
+
     async def metrics(_: Request) -> Response:
         if app.metrics is None:
             return Response("metrics disabled\n", status_code=404)
         body, content_type = app.metrics.render()
         return Response(body, media_type=content_type)
 
-    routes = [Route("/healthz", healthz), Route("/metrics", metrics)]
+    routes = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics)]
     if slack is not None:
         routes.append(Route("/slack/events", slack.endpoint, methods=["POST"]))
     return Starlette(routes=routes)

@@ -72,6 +72,26 @@ class OpenAICompatibleModel:
             )
         return self._client
 
+    async def ping(self, seconds: float = 3.0) -> str:
+        """Whether the endpoint answers (`/readyz`): "ok", or why not (never the key). A
+        server without a model list (404) answers, so it counts as reachable."""
+        import openai
+
+        client = self._get_client().with_options(timeout=seconds, max_retries=0)
+        try:
+            await client.models.list()
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            return f"the model endpoint refused our credentials (HTTP {exc.status_code})"
+        except openai.NotFoundError:
+            return "ok"
+        except openai.APIStatusError as exc:
+            return f"the model endpoint answered HTTP {exc.status_code}"
+        except openai.APITimeoutError:
+            return "the model endpoint did not answer in time"
+        except openai.APIConnectionError:
+            return "the model endpoint cannot be reached"
+        return "ok"
+
     async def complete(
         self,
         messages: list[dict[str, Any]],

@@ -112,6 +112,7 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self._script: deque[Scripted] = deque()
         self.responder: Responder | None = None
+        self.models_status = 200  # what GET /v1/models answers (readiness checks)
         self._cond = threading.Condition()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -126,6 +127,14 @@ class FakeOpenAI:
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/") != "/v1/models":
+                    self._send(404, {"error": {"message": "not found"}}, {})
+                elif fake.models_status != 200:
+                    self._send(fake.models_status, {"error": {"message": "no"}}, {})
+                else:
+                    self._send(200, {"object": "list", "data": [{"id": "fake-model"}]}, {})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)

@@ -1,0 +1,102 @@
+"""`/readyz`: can this process do its work right now? The database answers, the vector store
+is reachable (a Qdrant server at QDRANT_URL; the embedded store's folder is writable), and the
+model endpoint answers when one is configured. Each check has a short timeout; results are
+kept for a few seconds so a busy load balancer does not turn into load on the database or the
+provider. `/healthz` stays "the process is alive"."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bot.app import App
+
+log = logging.getLogger(__name__)
+
+CHECK_TIMEOUT = 5.0
+CACHE_SECONDS = 5.0
+
+
+@dataclass
+class Readiness:
+    ok: bool
+    checks: dict[str, str] = field(default_factory=dict)  # part -> "ok" or why not
+
+    @property
+    def failing(self) -> list[str]:
+        return [part for part, state in self.checks.items() if state != "ok"]
+
+
+class ReadinessProbe:
+    def __init__(self, app: App) -> None:
+        self._app = app
+        self._cached: tuple[float, Readiness] | None = None
+        self._lock = asyncio.Lock()
+
+    async def check(self) -> Readiness:
+        async with self._lock:
+            now = time.monotonic()
+            if self._cached is not None and now - self._cached[0] < CACHE_SECONDS:
+                return self._cached[1]
+            parts = {"database": self._database(), "vector_store": self._vectors()}
+            if self._app.model is not None or self._app.models:
+                parts["model"] = self._model()
+            results = await asyncio.gather(*(_bounded(c) for c in parts.values()))
+            checks = dict(zip(parts, results, strict=True))
+            ready = Readiness(all(v == "ok" for v in checks.values()), checks)
+            if not ready.ok:
+                log.warning("not ready: %s", ", ".join(f"{k}: {checks[k]}" for k in ready.failing))
+            self._cached = (now, ready)
+            return ready
+
+    async def _database(self) -> str:
+        from sqlalchemy import text
+
+        async with self._app.db.session() as s:
+            await s.exec(text("SELECT 1"))  # type: ignore[call-overload]
+        return "ok"
+
+    async def _vectors(self) -> str:
+        settings = self._app.settings
+        if settings.qdrant_url:
+            import httpx
+
+            headers = {}
+            if settings.qdrant_api_key is not None:
+                headers["api-key"] = settings.qdrant_api_key.get_secret_value()
+            async with httpx.AsyncClient(timeout=CHECK_TIMEOUT) as client:
+                resp = await client.get(f"{settings.qdrant_url}/readyz", headers=headers)
+            return "ok" if resp.status_code < 400 else f"Qdrant answered HTTP {resp.status_code}"
+        folder = settings.data_dir
+        if not folder.exists():
+            return "ok"  # created on first use
+        if not os.access(folder, os.W_OK):
+            return f"the data folder {folder} is not writable (embedded vector store)"
+        return "ok"
+
+    async def _model(self) -> str:
+        """Every configured model endpoint (the default and those policy rules choose)."""
+        models = [m for m in [self._app.model, *self._app.models] if m is not None]
+        for model in models:
+            ping = getattr(model, "ping", None)
+            if ping is None:  # a model without a network endpoint (tests' own)
+                continue
+            state: str = await ping(CHECK_TIMEOUT)
+            if state != "ok":
+                return f"{model.spec.name}: {state}"
+        return "ok"
+
+
+async def _bounded(check: object) -> str:
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT + 1):
+            return await check  # type: ignore[no-any-return, misc]
+    except TimeoutError:
+        return "did not answer in time"
+    except Exception as exc:  # the part is not ready; say what kind of failure, no secrets
+        return f"unreachable ({type(exc).__name__})"
