@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from core.code.search import CodeSearch
     from core.code.vectors import VectorStore
     from core.digest.runner import DigestRunner
+    from core.mcp.confirm import ConfirmationGate
+    from core.mcp.manager import McpManager
     from core.outbox import Outbox
     from core.policy import Policy
     from core.skills.service import Skills
@@ -42,8 +44,11 @@ class App:
     skills: Skills
     outbox: Outbox
     digests: DigestRunner
+    mcp: McpManager  # start() connects in the background (run, serve, worker, chat)
+    confirmations: ConfirmationGate  # adapters that can ask register a Confirmer
 
     async def aclose(self) -> None:
+        await self.mcp.aclose()
         for model in [self.model, *self.models]:
             if model is not None:
                 await model.aclose()
@@ -79,6 +84,10 @@ def build_app(
     from core.digest.store import DigestStore
     from core.events import EventLedger
     from core.llm.usage import UsageRecorder
+    from core.mcp.commands import mcp_commands
+    from core.mcp.confirm import ConfirmationGate
+    from core.mcp.manager import McpManager
+    from core.mcp.pins import PinStore
     from core.memory.commands import memory_commands
     from core.memory.facts import MemoryStore
     from core.memory.history import HistoryStore
@@ -135,11 +144,16 @@ def build_app(
         ]
     )
     tool_names.extend(registry.names())
+    audit = AuditLog(db)
+    confirmations = ConfirmationGate(audit)
+    # MCP tools join the registry as their servers connect (core/mcp/manager.py).
+    mcp = McpManager(settings.mcp, registry, PinStore(db, clock))
     dispatcher = Dispatcher(
         registry,
-        AuditLog(db),
+        audit,
         max_args_chars=settings.tool_max_args_chars,
         max_result_chars=settings.tool_max_result_chars,
+        confirm=confirmations,
     )
     code_map = RepoMaps(repos)
 
@@ -198,6 +212,7 @@ def build_app(
                 *code_commands(repos, indexer),
                 *skills_cmds,
                 *digest_commands(digest_store, lambda: digests),
+                *mcp_commands(mcp),
             ],
             fallback=run_skill_by_name,
         ),
@@ -224,6 +239,8 @@ def build_app(
         skills=skills,
         outbox=outbox,
         digests=digests,
+        mcp=mcp,
+        confirmations=confirmations,
     )
 
 

@@ -227,6 +227,8 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     try:
         if _long_running(args.command, settings) and not await _database_reachable(app):
             return EXIT_FAILED
+        if args.command in ("run", "serve", "worker", "chat"):
+            app.mcp.start()  # MCP servers connect in the background; nothing waits for them
         if args.command in ("run", "serve", "worker"):
             from bot.upkeep import start_upkeep
 
@@ -339,7 +341,7 @@ async def _ask(app: App, args: argparse.Namespace) -> int:
 async def _chat(app: App, who: ConsoleIdentity) -> int:
     from adapters.console.repl import chat
 
-    return await chat(app.core, who, app.settings.data_dir / "attachments")
+    return await chat(app.core, who, app.settings.data_dir / "attachments", app.confirmations)
 
 
 async def _run(app: App) -> int:

@@ -6,10 +6,17 @@ import asyncio
 import os
 import sys
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from adapters.console.translate import ConsoleIdentity, save_attachments, to_request
 from core.service import Core
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from core.mcp.confirm import ConfirmationGate, ConfirmationPrompt
 
 BANNER = (
     "Threadline console — you are {user} in #{channel} (thread {thread}). "
@@ -17,7 +24,12 @@ BANNER = (
 )
 
 
-async def chat(core: Core, who: ConsoleIdentity, attachments_dir: Path) -> int:
+async def chat(
+    core: Core,
+    who: ConsoleIdentity,
+    attachments_dir: Path,
+    confirmations: ConfirmationGate | None = None,
+) -> int:
     from rich.console import Console
     from rich.markdown import Markdown
 
@@ -26,6 +38,8 @@ async def chat(core: Core, who: ConsoleIdentity, attachments_dir: Path) -> int:
     if not core.model_configured:
         console.print("No language model configured (LLM_BASE_URL / LLM_MODEL).", style="yellow")
     reader = _LineReader(sys.stdin.fileno())
+    if confirmations is not None:
+        confirmations.register("console", ConsoleConfirmer(console, reader, confirmations, who))
     while True:
         console.print("[bold cyan]you>[/] ", end="")
         try:
@@ -44,6 +58,38 @@ async def chat(core: Core, who: ConsoleIdentity, attachments_dir: Path) -> int:
             console.print(notice, style="yellow")
 
 
+class ConsoleConfirmer:
+    """Asks the console user to confirm a tool call with side effects (`y` to run it). The
+    console user is the requesting user, so the answer is passed on as theirs."""
+
+    def __init__(
+        self, console: Console, reader: _LineReader, gate: ConfirmationGate, who: ConsoleIdentity
+    ) -> None:
+        self._console = console
+        self._reader = reader
+        self._gate = gate
+        self._user = who.user
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def ask(self, prompt: ConfirmationPrompt) -> None:
+        self._console.print(f"{prompt.text} [y/N] ", style="bold yellow", end="")
+        task = asyncio.get_running_loop().create_task(self._wait(prompt))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _wait(self, prompt: ConfirmationPrompt) -> None:
+        left = (prompt.expires_at - datetime.now(UTC)).total_seconds()
+        try:
+            async with asyncio.timeout(max(0.0, left)):
+                line = await self._reader.readline()
+        except TimeoutError:
+            self._console.print("\n(no answer in time: not run)", style="yellow")
+            return
+        except EOFError:
+            line = ""
+        await self._gate.answer(prompt.id, self._user, line.strip().lower() in ("y", "yes"))
+
+
 class _LineReader:
     """Reads stdin lines for the event loop without `asyncio.to_thread` / `input()`.
 
@@ -56,6 +102,9 @@ class _LineReader:
     def __init__(self, fd: int = 0) -> None:
         self._fd = fd
         self._pending = b""
+        # A line being read when its reader gave up (a confirmation that timed out) belongs
+        # to the next reader: one thread reads at a time, and no typed line is lost.
+        self._inflight: asyncio.Future[str] | None = None
 
     def _read_blocking(self) -> str:
         while b"\n" not in self._pending:
@@ -70,6 +119,13 @@ class _LineReader:
         return line.rstrip(b"\r").decode("utf-8", "replace")
 
     async def readline(self) -> str:
+        if self._inflight is None:
+            self._inflight = self._start()
+        line = await asyncio.shield(self._inflight)
+        self._inflight = None
+        return line
+
+    def _start(self) -> asyncio.Future[str]:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[str] = loop.create_future()
 
@@ -90,4 +146,4 @@ class _LineReader:
                 loop.call_soon_threadsafe(deliver, line, None)
 
         threading.Thread(target=work, name="console-input", daemon=True).start()
-        return await done
+        return done

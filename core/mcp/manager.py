@@ -168,7 +168,7 @@ class McpManager:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._registry = registry
-        self._pins = pins
+        self.pins = pins
         self._environ = environ if environ is not None else os.environ
         self._backoff = backoff
         self._ping_every = ping_every
@@ -314,7 +314,7 @@ class McpManager:
                 len(state.skipped),
                 "; ".join(f"{k}: {v}" for k, v in sorted(state.skipped.items())[:5]),
             )
-        pins = await self._pins.check(state.name, definitions)
+        pins = await self.pins.check(state.name, definitions)
         changed = sorted(t for t, p in pins.items() if p == "changed")
         if changed:
             log.warning(
@@ -411,7 +411,7 @@ class McpManager:
             self._wake[name].set()
 
     async def approve(self, name: str, by: str) -> list[str]:
-        approved = await self._pins.approve(name, by)
+        approved = await self.pins.approve(name, by)
         state = self.servers[name]
         for tool in approved:
             if tool in state.tools:

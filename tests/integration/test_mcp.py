@@ -271,7 +271,7 @@ async def test_changed_definition_disables_the_tool_until_approved(
     changed = stdio(cwd=None)
     second = make_world({"t": changed}, environ={"MCP_TEST_VARIANT": "changed"})
     second.db = first.db
-    second.manager._pins = PinStore(first.db)
+    second.manager.pins = PinStore(first.db)
     monkeypatch.setattr(
         second.manager, "_target", _with_env(second.manager, {"MCP_TEST_VARIANT": "changed"})
     )
