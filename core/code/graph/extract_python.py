@@ -217,7 +217,9 @@ class PythonExtractor:
         from core.code.languages import parser_for
 
         parser = parser_for("python")
-        self._visited_ids = _visited_ids(parser.language)
+        language = parser.language
+        assert language is not None
+        self._visited_ids = _visited_ids(language)
         tree = parser.parse(self.source)
         root = tree.root_node
         module = _Scope("module", MODULE, None)
