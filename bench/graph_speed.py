@@ -131,7 +131,8 @@ def main() -> None:
             "One thread, files read into memory first; extract and resolve are the best of "
             "the runs (wall clock); files/CPU-s divides by the best CPU time of this process "
             "for both, which load from other processes inflates much less. Store all = "
-            "`update_graph` of every file into a fresh SQLite database (parsing included). Update one file = `update_graph` with that file changed: "
+            "`update_graph` of every file into a fresh SQLite database (parsing included). "
+            "Update one file = `update_graph` with that file changed: "
             "parse it, load the stored facts, re-resolve the files that depend on it, rewrite "
             "in one transaction (median of the runs).\n",
         )
