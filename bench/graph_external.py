@@ -40,13 +40,12 @@ import re
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.machine import append_section, machine_facts  # noqa: E402
+from bench.machine import append_results  # noqa: E402
 from core.code.graph.build import extract_files  # noqa: E402
 from core.code.graph.extract_python import module_name  # noqa: E402
 from core.code.graph.model import MODULE, Edge, FileFacts  # noqa: E402
@@ -199,13 +198,10 @@ def main() -> None:
     table = "\n".join([header, *rows])
     print(table)
     if args.append:
-        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-        facts = "\n".join(f"- {k}: {v}" for k, v in machine_facts().items())
-        append_section(
+        append_results(
             args.append,
-            f"## Code graph: Python call edges on an outside suite — {stamp}\n\n"
-            f"Command: `.venv/bin/python bench/graph_external.py {' '.join(sys.argv[1:])}`\n\n"
-            f"{facts}\n\n{table}\n\n"
+            "Code graph: Python call edges on an outside suite",
+            f"{table}\n\n"
             "Suite: programs and expected call graphs in the layout of PyCG's micro-benchmark, "
             "obtained separately (not shipped, not copied into the repository). Local = callee "
             "defined in the case's files; outside named = builtin/outside calls we kept with no "
