@@ -312,3 +312,31 @@ def test_calls_inside_f_strings_and_under_attribute_chains_are_found() -> None:
     assert {t for s, t in found if s == "m.py:f"} == {"m.py:g", "m.py:h", "m.py:k"}
     plain = edges_of({"m.py": "def k():\n    pass\n\nx = 'k()'\n"})
     assert not [e for e in plain if e.kind == "calls"]
+
+
+def test_a_loop_over_an_instance_calls_its_iter_and_next_and_gets_what_next_returns() -> None:
+    found = calls(
+        {
+            "it.py": "def task():\n    pass\n\n"
+            "class Queue:\n"
+            "    def __iter__(self):\n"
+            "        return self\n"
+            "    def __next__(self):\n"
+            "        return task\n\n"
+            "def drain():\n"
+            "    for job in Queue():\n"
+            "        job()\n\n"
+            "def plain(items):\n"
+            "    for x in [1, 2]:\n"
+            "        print(x)\n"
+            "    for y in items:\n"
+            "        pass\n",
+        }
+    )
+    assert {t for s, t in found if s == "it.py:drain" and not t.startswith("?")} == {
+        "it.py:Queue.__iter__",
+        "it.py:Queue.__next__",
+        "it.py:task",
+    }
+    # Loops over lists or unknown values add nothing, not even an unresolved name.
+    assert {t for s, t in found if s == "it.py:plain"} == {"?print"}

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from core.code.graph.gcpause import gc_paused
 from core.code.graph.model import (
     FLOW,
+    ITERATION,
     MODULE,
     SCOPED,
     ClassFacts,
@@ -137,6 +138,7 @@ class _Site:
     decorator: bool = False
     decorates: str | None = None  # a decorator site: the decorated definition (its argument)
     layer: int = 0  # how many decorators of that definition are applied before this one
+    implicit: str | None = None  # `for x in it`: "__iter__" or "__next__", called on `it`
 
 
 def _text(node: Node | None) -> str:
@@ -318,6 +320,10 @@ class PythonExtractor:
             if left is not None and right is not None:
                 for name in self._target_names(left):
                     scope.bind(name, _Binding("it", node=right, scope=scope))
+                # A loop calls its iterable's __iter__, then __next__ on what that returns.
+                line = node.start_point.row + 1
+                for method in ("__iter__", "__next__"):
+                    self.sites.append(_Site(right, scope, line, None, implicit=method))
         elif kind == "as_pattern" and node.parent is not None and node.parent.type == "with_item":
             alias = node.child_by_field_name("alias")
             value = node.named_children[0] if node.named_children else None
@@ -1050,6 +1056,14 @@ class PythonExtractor:
             return [v for c in node.named_children for v in self._annotation(c, scope, depth)]
         return []
 
+    def _iterated(self, site: _Site) -> list[V]:
+        """What a loop's implicit call may call: `it.__iter__`, or `__next__` on its result
+        (containers written out iterate as builtins: nothing of this repository)."""
+        iters = [("a", v, "__iter__") for v in self.eval(site.callee, site.scope) if v[0] != "L"]
+        if site.implicit == "__iter__":
+            return iters
+        return [("a", ("c", v), "__next__") for v in iters]
+
     def _direct(self, callee: Node, scope: _Scope) -> bool:
         """Whether the callee is reached only through definitions, imports, self/cls and
         super() (confidence SCOPED) rather than through values that flowed (FLOW)."""
@@ -1078,6 +1092,14 @@ class PythonExtractor:
                 values = self.eval(base, scope)
                 refs.append(reference("inherits", symbol, line, values, self._t(base), SCOPED))
         for site in self.sites:
+            if site.implicit is not None:
+                iterated = self._iterated(site)
+                if iterated:  # the resolver keeps only what lands in the repository
+                    name = f"{ITERATION}.{site.implicit}"
+                    refs.append(
+                        reference("calls", site.scope.symbol, site.line, iterated, name, FLOW)
+                    )
+                continue
             values = self.eval(site.callee, site.scope)
             confidence = SCOPED if self._direct(site.callee, site.scope) else FLOW
             # The callee as written names an unresolved edge: string literals in it are left

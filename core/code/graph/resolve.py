@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from core.code.graph.gcpause import gc_paused
 from core.code.graph.model import (
     FALLBACK,
+    ITERATION,
     MODULE,
     Definition,
     Edge,
@@ -138,6 +139,15 @@ class Resolver:
         if tag == "k":
             out: list[Found] = []
             for entity, low in self.eval(ctx, value[1], depth):
+                if entity[0] == "I" and value[2] is None:
+                    # An element of an instance: what its __next__ returns, on what its
+                    # __iter__ returns (`for x in Cls()`).
+                    out += [
+                        (element, low or low2 or low3)
+                        for iterator, low2 in self._call_member(entity, "__iter__", depth)
+                        for element, low3 in self._call_member(iterator, "__next__", depth)
+                    ]
+                    continue
                 if entity[0] != "L":
                     continue
                 items = entity[2]
@@ -251,6 +261,13 @@ class Resolver:
                     f for v in facts.members[attr] for f in self.eval(sub_path, _freeze(v), depth)
                 ]
         return found
+
+    def _call_member(self, entity: Entity, attr: str, depth: int) -> list[Found]:
+        return [
+            (result, low or low2)
+            for method, low in self.member(entity, attr, depth)
+            for result, low2 in self.call_result(method, depth)
+        ]
 
     def call_result(self, entity: Entity, depth: int) -> list[Found]:
         if entity[0] == "D":
@@ -368,8 +385,11 @@ class Resolver:
                 picked = [entity] if entity[0] == "X" or self._kind(entity) == "class" else []
             for target in picked:
                 targets[target] = targets.get(target, True) and low
+        implicit = ref.name.startswith(ITERATION + ".")
         edges: list[Edge] = []
         for target, low in targets.items():
+            if implicit and target[0] == "X":  # a loop over a list, a dependency's object
+                continue
             confidence = min(ref.confidence, FALLBACK) if low else ref.confidence
             kind: EdgeKind = ref.kind
             if ref.kind == "inherits" and self._interface(target):
@@ -387,7 +407,7 @@ class Resolver:
             edges.append(
                 Edge(kind, path, ref.source, ref.line, target[1], symbol, line, symbol, confidence)
             )
-        if not edges:
+        if not edges and not implicit:
             edges.append(
                 Edge(
                     ref.kind, path, ref.source, ref.line, None, None, None, ref.name, ref.confidence
