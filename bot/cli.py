@@ -112,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--tokens", type=int, help="budget (default 1024 with a file focus, else 2048)"
     )
     code_map.add_argument("--json", action="store_true", help="print JSON")
+    from bot.outbox_cli import add_parser as add_outbox_parser
+
+    add_outbox_parser(sub)
     skills = sub.add_parser("skills", help="team skills (SKILL.md playbooks)")
     skills_sub = skills.add_subparsers(dest="skills_command", required=True, metavar="ACTION")
     skills_check = skills_sub.add_parser(
@@ -269,6 +272,10 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             from bot.map_cli import map_command
 
             return await map_command(app, args)
+        if args.command == "outbox":
+            from bot.outbox_cli import outbox_command
+
+            return await outbox_command(app, args)
         if args.command == "run":
             return await _run(app)
         if args.command == "serve":
@@ -422,7 +429,7 @@ async def _beside_discord(app: App, slack: Coroutine[Any, Any, int]) -> int:
 
 
 # Commands that print and end: nothing is left to clean up once their output is flushed.
-_ONE_SHOT = frozenset({"ask", "index", "repos", "search", "graph", "map"})
+_ONE_SHOT = frozenset({"ask", "index", "repos", "search", "graph", "map", "outbox"})
 
 
 def entry() -> None:

@@ -108,6 +108,21 @@ class OutboxState:
     next_attempt_at: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class OutboxEntry:
+    """One row as operators see it (`threadline outbox`)."""
+
+    key: str
+    platform: str
+    tenant: str
+    channel: str
+    state: str
+    attempts: int
+    created_at: datetime
+    next_attempt_at: datetime
+    last_error: str | None
+
+
 class DeliveryError(Exception):
     """An adapter could not deliver an item. `retry=False`: retrying cannot help (the channel
     is gone, the bot was removed from it); the row fails at once."""
@@ -365,6 +380,72 @@ class Outbox:
             return None
         return OutboxState(str(row[0]), int(row[1]), row[2], row[3], _aware(row[4]))
 
+    async def entries(
+        self, states: tuple[str, ...] = (PENDING, FAILED), *, limit: int = 100
+    ) -> list[OutboxEntry]:
+        """Rows in these states, oldest first (what is waiting, what was given up)."""
+        from sqlalchemy import select
+
+        t = self._table()
+        stmt = (
+            select(
+                t.c.key,
+                t.c.platform,
+                t.c.tenant,
+                t.c.channel,
+                t.c.state,
+                t.c.attempts,
+                t.c.created_at,
+                t.c.next_attempt_at,
+                t.c.last_error,
+            )
+            .where(t.c.state.in_(states))
+            .order_by(t.c.created_at, t.c.id)
+            .limit(limit)
+        )
+        async with self._db.session() as s:
+            rows = (await s.exec(stmt)).all()  # type: ignore[call-overload]
+        return [
+            OutboxEntry(
+                key=r[0],
+                platform=r[1],
+                tenant=r[2],
+                channel=r[3],
+                state=r[4],
+                attempts=int(r[5]),
+                created_at=_aware(r[6]),
+                next_attempt_at=_aware(r[7]),
+                last_error=r[8],
+            )
+            for r in rows
+        ]
+
+    async def retry(self, key: str) -> bool:
+        """Queue a message that was given up on again, as new (after the channel or the bot's
+        permissions were fixed). False when there is no failed message with this key."""
+        from sqlalchemy import update
+
+        t = self._table()
+        stmt = (
+            update(t)
+            .where(t.c.key == key, t.c.state == FAILED)
+            .values(
+                state=PENDING,
+                attempts=0,
+                next_attempt_at=self._now(),
+                finished_at=None,
+                lease_owner=None,
+                lease_until=None,
+            )
+            .returning(t.c.platform)
+        )
+        async with self._db.session() as s:
+            platform = (await s.exec(stmt)).first()
+        if platform is None:
+            return False
+        self.nudge(str(platform[0]))
+        return True
+
     async def prune(self, older_than: timedelta = KEEP_FINISHED) -> int:
         """Delete delivered and failed rows finished longer ago than `older_than` (their keys
         may then be enqueued again). Returns how many went."""
@@ -547,6 +628,7 @@ def _item(row: Any, owner: str) -> OutboxItem:
 __all__ = [
     "DeliveryError",
     "Outbox",
+    "OutboxEntry",
     "OutboxItem",
     "OutboxMessage",
     "OutboxState",

@@ -302,3 +302,28 @@ async def test_a_delivery_cancelled_by_shutdown_is_released_for_another_process(
     await asyncio.gather(task, return_exceptions=True)
     (item,) = await outbox.claim("slack", "B")  # released: no lease to wait out
     assert item.attempts == 1  # and the next attempt knows to look before posting
+
+
+async def test_a_given_up_message_can_be_listed_and_queued_again(
+    open_db: Callable[[], Any],
+) -> None:
+    clock = Clock()
+    outbox = Outbox(open_db(), clock)
+    await outbox.enqueue(msg("gone"))
+    clock.advance(seconds=1)
+    await outbox.enqueue(msg("waiting", platform="discord"))
+    (item,) = await outbox.claim("slack", "me")
+    await outbox.failed(item, "channel_not_found", retry=False)
+    assert await outbox.retry("waiting") is False  # only failed ones
+
+    entries = await outbox.entries()
+    assert [(e.key, e.state, e.attempts) for e in entries] == [
+        ("gone", "failed", 1),
+        ("waiting", "pending", 0),
+    ]
+    assert entries[0].last_error == "channel_not_found" and entries[
+        0
+    ].created_at == clock.at - timedelta(seconds=1)
+    assert await outbox.retry("gone") is True
+    (again,) = await outbox.claim("slack", "me")
+    assert (again.message.key, again.attempts) == ("gone", 0)

@@ -6,6 +6,7 @@ would), and waits for the delivery on the fake platform."""
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import subprocess
 from collections.abc import Callable, Iterator
@@ -23,6 +24,7 @@ from tests.integration.test_cli import (
     cli_env,
     free_port,
     http_get,
+    run_cli,
     spawn,
     threadline_command,
     wait_until,
@@ -145,3 +147,51 @@ def test_run_without_chat_tokens_prints_console_outbox_messages(
     proc.stdin.close()  # end of input ends the console
     assert proc.wait(STOP_DEADLINE) == 0, log.read_text()
     assert "Traceback" not in log.read_text()
+
+
+async def give_up(url: str, message: OutboxMessage) -> None:
+    db = Database(url)
+    try:
+        outbox = Outbox(db)
+        await outbox.enqueue(message)
+        (item,) = await outbox.claim(message.platform, "test")
+        await outbox.failed(item, "chat.postMessage: channel_not_found", retry=False)
+    finally:
+        await db.dispose()
+
+
+def test_the_outbox_command_lists_and_retries_given_up_messages(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    url = database_of(cli_env)
+    gone = OutboxMessage(platform="slack", tenant="T1", channel="C404", text="x", key="d:gone")
+    asyncio.run(give_up(url, gone))
+    asyncio.run(enqueue(url, OutboxMessage("discord", "G1", "42", "y", key="d:waiting")))
+
+    listed = run_cli(cli_env, tmp_path, "outbox", "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["key"]: row for row in json.loads(listed.stdout)}
+    assert rows["d:gone"]["state"] == "failed" and rows["d:gone"]["attempts"] == 1
+    assert rows["d:gone"]["last_error"] == "chat.postMessage: channel_not_found"
+    assert rows["d:waiting"] | {"created_at": "", "next_attempt_at": ""} == {
+        "key": "d:waiting",
+        "platform": "discord",
+        "tenant": "G1",
+        "channel": "42",
+        "state": "pending",
+        "attempts": 0,
+        "created_at": "",
+        "next_attempt_at": "",
+        "last_error": None,
+    }
+    text = run_cli(cli_env, tmp_path, "outbox").stdout
+    assert "failed   slack/T1/C404  d:gone  attempts 1" in text
+
+    retried = run_cli(cli_env, tmp_path, "outbox", "retry", "d:gone")
+    assert (retried.returncode, retried.stdout.strip()) == (0, "queued again: d:gone")
+    again = run_cli(cli_env, tmp_path, "outbox", "retry", "d:gone")
+    assert again.returncode == 1 and "no failed message" in again.stdout
+    rows = {
+        row["key"]: row for row in json.loads(run_cli(cli_env, tmp_path, "outbox", "--json").stdout)
+    }
+    assert (rows["d:gone"]["state"], rows["d:gone"]["attempts"]) == ("pending", 0)
