@@ -351,12 +351,23 @@ class FakeSlack:
         return self._page(list(reversed(msgs)), args)
 
     def _page(self, msgs: list[dict[str, Any]], args: dict[str, Any]) -> dict[str, Any]:
-        """As Slack pages: `oldest`/`latest` (exclusive), `limit`, `cursor`; message metadata
-        only with `include_all_metadata`."""
+        """As Slack pages: `oldest`/`latest` (exclusive, or inclusive with `inclusive`),
+        `limit`, `cursor`; message metadata only with `include_all_metadata`."""
+        inclusive = str(args.get("inclusive")) in ("1", "true", "True")
         if args.get("oldest"):
-            msgs = [m for m in msgs if float(m["ts"]) > float(args["oldest"])]
+            oldest = float(args["oldest"])
+            msgs = [
+                m
+                for m in msgs
+                if float(m["ts"]) > oldest or (inclusive and float(m["ts"]) == oldest)
+            ]
         if args.get("latest"):
-            msgs = [m for m in msgs if float(m["ts"]) < float(args["latest"])]
+            latest = float(args["latest"])
+            msgs = [
+                m
+                for m in msgs
+                if float(m["ts"]) < latest or (inclusive and float(m["ts"]) == latest)
+            ]
         start = int(args.get("cursor") or 0)
         limit = int(args.get("limit") or 100)
         page = msgs[start : start + limit]
