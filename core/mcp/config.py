@@ -4,7 +4,8 @@
     command = "tracker-mcp"
     args = ["--readonly"]
     env = ["TRACKER_TOKEN"]            # NAMES of Threadline's variables passed through
-    timeout = 20                       # seconds per request (connect, list, call)
+    timeout = 20                       # seconds per call (default 30)
+    connect_timeout = 60               # seconds to start, shake hands, list (default 30)
     destructive_tools = ["close_issue"]
 
     [mcp.ci]                           # streamable HTTP
@@ -72,7 +73,9 @@ class McpServerSettings(BaseModel):
     cwd: str | None = None
     url: Annotated[str, AfterValidator(_url)] | None = None
     headers: Annotated[dict[str, str], AfterValidator(_headers)] = {}
-    timeout: float = Field(30.0, gt=0, le=600)
+    timeout: float = Field(30.0, gt=0, le=600)  # seconds per call (and per listing)
+    # Seconds to start (or reach) the server, shake hands and list its tools.
+    connect_timeout: float = Field(30.0, gt=0, le=600)
     destructive_tools: Annotated[list[str], AfterValidator(_tool_names)] = []
     enabled: bool = True
 

@@ -16,8 +16,8 @@ import json
 import logging
 import os
 import random
-from collections.abc import Callable, Mapping
-from contextlib import suppress
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
@@ -215,7 +215,7 @@ class McpManager:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # anyio groups, OSError, garbage from the server...
-                reason = _reason(exc, state.config.timeout)
+                reason = _reason(exc, state.config.connect_timeout)
             state.client = None
             state.ready.clear()
             state.failures += 1
@@ -236,8 +236,13 @@ class McpManager:
         from mcp import Client
 
         cfg = state.config
-        async with Client(self._target(cfg), read_timeout_seconds=cfg.timeout) as client:
-            async with asyncio.timeout(cfg.timeout):
+        async with AsyncExitStack() as stack:
+            # The handshake and the first listing within the timeout: a command that never
+            # speaks MCP must not hold the server in "connecting" for ever.
+            async with asyncio.timeout(cfg.connect_timeout):
+                client = await stack.enter_async_context(
+                    Client(self._target(cfg), read_timeout_seconds=cfg.connect_timeout)
+                )
                 listed = await self._list_tools(client)
             await self._register(state, listed)
             state.client = client
@@ -287,14 +292,12 @@ class McpManager:
             return StdioServerParameters(
                 command=cfg.command, args=list(cfg.args), env=env, cwd=cfg.cwd
             )
-        from mcp.client.streamable_http import streamable_http_client
-
         assert cfg.url is not None
-        import httpx2
-
-        headers = {h: self._environ.get(env, "") for h, env in cfg.headers.items()}
-        http = httpx2.AsyncClient(headers=headers, timeout=cfg.timeout)
-        return streamable_http_client(cfg.url, http_client=http)
+        missing = sorted(env for env in cfg.headers.values() if not self._environ.get(env))
+        if missing:
+            raise ValueError(f"environment variable(s) {', '.join(missing)} not set (headers)")
+        headers = {h: self._environ[env] for h, env in cfg.headers.items()}
+        return _http_transport(cfg.url, headers, cfg.timeout)
 
     async def _register(self, state: ServerState, listed: list[Any]) -> None:
         state.fingerprint = _fingerprint(listed)
@@ -417,6 +420,17 @@ class McpManager:
             if tool in state.tools:
                 state.tools[tool].pin = "pinned"
         return approved
+
+
+@asynccontextmanager
+async def _http_transport(url: str, headers: dict[str, str], seconds: float) -> AsyncIterator[Any]:
+    """Streamable HTTP with our headers, closing the HTTP client with the connection."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx2.AsyncClient(headers=headers, timeout=seconds) as http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            yield streams
 
 
 def _fingerprint(listed: list[Any]) -> str:
