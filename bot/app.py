@@ -157,6 +157,8 @@ def build_app(
     )
     code_map = RepoMaps(repos)
 
+    metrics = Metrics() if with_metrics else None
+
     def make_agent(chat_model: ChatModel) -> Agent:
         # One agent per model: each keeps its own window, token calibration and compaction
         # settings; everything else (tools, memory, quotas, history) is shared.
@@ -171,6 +173,7 @@ def build_app(
             memory=memory,
             code_map=code_map,
             skills=skills,
+            metrics=metrics,
             clock=clock,
             deadline=settings.request_deadline,
         )
@@ -182,7 +185,6 @@ def build_app(
             agents[name] = agent
         else:
             agents[name] = make_agent(chat_model)
-    metrics = Metrics() if with_metrics else None
     skills_cmds, run_skill_by_name = skill_commands(skills)
     outbox = Outbox(db, clock)
     digest_store = DigestStore(db, clock)
@@ -201,6 +203,7 @@ def build_app(
         sink=OutboxSink(outbox),
         owner=owner_id(),
         model_for=channel_model,
+        on_outcome=metrics.digest_run if metrics is not None else lambda _outcome: None,
         clock=clock,
     )
     core = Core(

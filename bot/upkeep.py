@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 VECTOR_CATCH_UP_EVERY = 60.0
 SKILLS_CHECK_EVERY = 2.0
+GAUGES_EVERY = 15.0
 
 
 async def catch_up_vectors(app: App) -> int:
@@ -78,10 +79,31 @@ async def keep_skills_fresh(app: App, every: float = SKILLS_CHECK_EVERY) -> None
             log.exception("checking the skill folders failed")
 
 
+async def refresh_gauges(app: App) -> None:
+    """Metrics read from the database: the outbox backlog per platform."""
+    if app.metrics is None:
+        return
+    from core.outbox import PLATFORMS
+
+    for platform in sorted(PLATFORMS):
+        app.metrics.outbox_backlog.labels(platform).set(await app.outbox.backlog(platform))
+
+
+async def keep_gauges_fresh(app: App, every: float = GAUGES_EVERY) -> None:
+    while True:
+        try:
+            await refresh_gauges(app)
+        except Exception:
+            log.warning("refreshing metrics failed", exc_info=True)
+        await asyncio.sleep(every)
+
+
 async def upkeep(app: App) -> None:
     async with asyncio.TaskGroup() as tasks:
         tasks.create_task(keep_vectors_in_step(app))
         tasks.create_task(keep_skills_fresh(app))
+        if app.metrics is not None:
+            tasks.create_task(keep_gauges_fresh(app))
 
 
 def start_upkeep(app: App) -> asyncio.Task[None]:

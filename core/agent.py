@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from core.llm.usage import UsageRecorder, settled
 from core.memory.compaction import Compacted, CompactionConfig, Compactor
 from core.memory.history import HistoryStore, ThreadHistory, summary_messages
 from core.memory.tokens import TokenCounter
+from core.metrics import Metrics
 from core.prompt import PromptBuilder
 from core.quotas import BudgetExhausted, QuotaLedger, QuotaState
 from core.request import Progress, Reply, ToolCallRecord, Usage
@@ -110,6 +112,7 @@ class Agent:
         memory: Recall | None = None,
         code_map: CodeMap | None = None,
         skills: Skills | None = None,
+        metrics: Metrics | None = None,
         counter: TokenCounter | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         deadline: float = DEFAULT_DEADLINE,
@@ -128,6 +131,7 @@ class Agent:
         self._memory = memory
         self._code_map = code_map
         self._skills = skills
+        self._metrics = metrics
         self._clock = clock
         spec = model.spec
         self.compaction = CompactionConfig(
@@ -328,7 +332,10 @@ class Agent:
             turn.messages.append(assistant_message(completion.text, calls))
             for i, call in enumerate(calls):
                 await _notify(progress, messages.progress_tool(call.name, step))
+                started = time.monotonic()
                 outcome = await self._dispatcher.dispatch(ctx, call)
+                if self._metrics is not None:
+                    self._metrics.tool_call(call.name, time.monotonic() - started)
                 turn.tool_calls.append(
                     ToolCallRecord(call.name, outcome.ok, None if outcome.ok else outcome.code)
                 )
@@ -412,12 +419,17 @@ class Agent:
             minimum=estimate + 16,
             expires_at=turn.expires_at,
         )
+        started = time.monotonic()
         try:
             completion = await self.model.complete(
                 prompt, tools=tools, max_tokens=min(out, reservation.amount - estimate)
             )
         except BaseException:
             await self._quotas.release(reservation)
+            if self._metrics is not None:
+                self._metrics.model_call(
+                    spec.name, spec.model, None, time.monotonic() - started, False
+                )
             raise
         if completion.usage is not None and completion.usage.prompt_tokens > 0:
             before = self.counter.samples
@@ -432,6 +444,8 @@ class Agent:
         turn.notices.extend(_warnings(crossed))
         turn.usage = turn.usage + usage
         await self._usage.record(session, spec.name, spec.model, usage)
+        if self._metrics is not None:
+            self._metrics.model_call(spec.name, spec.model, usage, time.monotonic() - started, True)
         return completion
 
     def _exhausted_text(self, exc: BudgetExhausted) -> str:

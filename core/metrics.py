@@ -1,38 +1,74 @@
-"""Prometheus metrics, kept in a registry owned by the running app (no global state)."""
+"""Prometheus metrics, kept in a registry owned by the running app (no global state).
+
+Documented in the README (Running in production). Labels stay low-cardinality: platform, tool
+name, provider and model, outcome; never a user, channel or message.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from core.request import Reply
+from core.request import Reply, Usage
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
+LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+
 
 class Metrics:
     def __init__(self) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Histogram
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
         self.registry: CollectorRegistry = CollectorRegistry()
+        r = self.registry
         self.requests = Counter(
-            "threadline_requests", "Requests handled", ["platform", "ok"], registry=self.registry
+            "threadline_requests", "Requests handled, by outcome", ["platform", "ok"], registry=r
         )
         self.latency = Histogram(
             "threadline_request_seconds",
             "Time to answer a request",
             ["platform"],
-            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
-            registry=self.registry,
+            buckets=LATENCY_BUCKETS,
+            registry=r,
         )
         self.tool_calls = Counter(
-            "threadline_tool_calls",
-            "Tool calls by outcome",
-            ["tool", "outcome"],
-            registry=self.registry,
+            "threadline_tool_calls", "Tool calls by outcome", ["tool", "outcome"], registry=r
+        )
+        self.tool_latency = Histogram(
+            "threadline_tool_seconds",
+            "Time a tool call took, refusals included",
+            ["tool"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
         )
         self.tokens = Counter(
-            "threadline_llm_tokens", "Model tokens by kind", ["kind"], registry=self.registry
+            "threadline_llm_tokens",
+            "Model tokens by kind (prompt, completion, cached) and model",
+            ["kind", "provider", "model"],
+            registry=r,
+        )
+        self.model_latency = Histogram(
+            "threadline_llm_seconds",
+            "Time a model call took",
+            ["provider", "model", "ok"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.waiting = Gauge(
+            "threadline_requests_waiting",
+            "Requests waiting for their thread (one request at a time per thread)",
+            registry=r,
+        )
+        self.outbox_backlog = Gauge(
+            "threadline_outbox_backlog", "Messages waiting in the outbox", ["platform"], registry=r
+        )
+        self.digest_runs = Counter(
+            "threadline_digest_runs",
+            "Digest periods handled by this process, by outcome",
+            ["outcome"],
+            registry=r,
         )
 
     def observe(self, platform: str, reply: Reply, seconds: float) -> None:
@@ -40,9 +76,24 @@ class Metrics:
         self.latency.labels(platform).observe(seconds)
         for call in reply.tool_calls:
             self.tool_calls.labels(call.name[:64], call.error or "ok").inc()
-        self.tokens.labels("prompt").inc(reply.usage.prompt_tokens)
-        self.tokens.labels("completion").inc(reply.usage.completion_tokens)
-        self.tokens.labels("cached").inc(reply.usage.cached_tokens)
+
+    def model_call(
+        self, provider: str, model: str, usage: Usage | None, seconds: float, ok: bool
+    ) -> None:
+        self.model_latency.labels(provider, model, str(ok).lower()).observe(seconds)
+        if usage is not None:
+            self.tokens.labels("prompt", provider, model).inc(usage.prompt_tokens)
+            self.tokens.labels("completion", provider, model).inc(usage.completion_tokens)
+            self.tokens.labels("cached", provider, model).inc(usage.cached_tokens)
+
+    def tool_call(self, tool: str, seconds: float) -> None:
+        self.tool_latency.labels(tool[:64]).observe(seconds)
+
+    def watch_waiting(self, count: Callable[[], int]) -> None:
+        self.waiting.set_function(count)
+
+    def digest_run(self, outcome: str) -> None:
+        self.digest_runs.labels(outcome).inc()
 
     def render(self) -> tuple[bytes, str]:
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest

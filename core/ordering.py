@@ -28,3 +28,7 @@ class KeyedLocks:
 
     def __len__(self) -> int:
         return len(self._locks)
+
+    def waiting(self) -> int:
+        """Requests queued behind another request of their thread (the metrics' queue depth)."""
+        return sum(users - 1 for _lock, users in self._locks.values())

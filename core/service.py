@@ -67,6 +67,8 @@ class Core:
         self._metrics = metrics
         self._clock = clock
         self._threads = KeyedLocks()
+        if metrics is not None:
+            metrics.watch_waiting(self._threads.waiting)
         self._offline_answer = offline_answer
 
     @property

@@ -126,6 +126,7 @@ class DigestRunner:
         owner: str,
         model_for: Callable[[ToolSession], ChatModel | None] = lambda _s: None,
         speak: Speak | None = None,
+        on_outcome: Callable[[str], None] = lambda _outcome: None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         grace: timedelta = DEFAULT_GRACE,
         lease: timedelta = DEFAULT_LEASE,
@@ -141,6 +142,7 @@ class DigestRunner:
         self._sink = sink
         self._model_for = model_for
         self.speak = speak
+        self._on_outcome = on_outcome
         self._clock = clock
         self._lease = lease
         self._counter = TokenCounter()
@@ -174,6 +176,8 @@ class DigestRunner:
                 continue
             self._log_missed(sub, due, known)
             outcomes.append(await self.run(sub, due))
+        for outcome in outcomes:
+            self._on_outcome(outcome)
         return outcomes
 
     def _log_missed(
