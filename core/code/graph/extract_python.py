@@ -13,6 +13,7 @@ variable those of its assignments. What is left symbolic (imports, other files) 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
@@ -195,6 +196,8 @@ class PythonExtractor:
         self._stable: dict[tuple[int, int], frozenset[V]] = {}
         self._stable_names: dict[tuple[int, str], frozenset[V]] = {}
         self._tainted = False
+        # The arguments the last flow round found, as `_flow` compares them (none at first).
+        self._reached: dict[tuple[str, str], Counter[tuple[Any, ...]]] = {}
         self._function_scopes: dict[str, _Scope] = {}
         self._last_symbol: str | None = None
         self._texts: dict[int, str] = {}
@@ -668,13 +671,25 @@ class PythonExtractor:
                                 _Binding("e", node=arg, scope=site.scope)
                             )
                         position += 1
+        # What reaches the parameters is what this round read from them: a fixed point, so the
+        # round's evaluations hold for the facts too, and another round would change nothing.
+        reached = {
+            key: Counter(
+                (b.kind, None if b.node is None else b.node.id, id(b.scope), b.value)
+                for b in bindings
+            )
+            for key, bindings in arguments.items()
+        }
         self.arguments = arguments
+        if reached == self._reached:
+            return False
+        self._reached = reached
         self._memo.clear()
         self._names.clear()
         # Another round matters only when a parameter may receive a function or a container
         # (whose own calls may then reach further parameters).
         return any(
-            argument.kind == "v"
+            argument.kind in ("v", "raw")
             or (argument.node is not None and argument.node.type in _FUNCTIONISH)
             for bindings in arguments.values()
             for argument in bindings
