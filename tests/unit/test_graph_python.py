@@ -340,3 +340,19 @@ def test_a_loop_over_an_instance_calls_its_iter_and_next_and_gets_what_next_retu
     }
     # Loops over lists or unknown values add nothing, not even an unresolved name.
     assert {t for s, t in found if s == "it.py:plain"} == {"?print"}
+
+
+def test_a_static_methods_first_parameter_takes_what_callers_pass() -> None:
+    found = calls(
+        {
+            "m.py": "class Hooks:\n"
+            "    @staticmethod\n"
+            "    def fire(callback):\n"
+            "        callback()\n\n"
+            "def ping():\n    pass\n\n"
+            "def pong():\n    pass\n\n"
+            "Hooks.fire(ping)\n"
+            "Hooks().fire(pong)\n",
+        }
+    )
+    assert {t for s, t in found if s == "m.py:Hooks.fire"} == {"m.py:ping", "m.py:pong"}

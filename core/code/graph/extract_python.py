@@ -411,8 +411,12 @@ class PythonExtractor:
             return
         bindings = scope.bindings.get(first, [])
         if decorator == "staticmethod":
+            # Its first parameter is an ordinary one: it takes what callers pass.
             function.bound = False
-            scope.bindings[first] = [b for b in bindings if b.kind != "v"]
+            scope.bindings[first] = [
+                *(b for b in bindings if b.kind != "v"),
+                _Binding("p", key=(symbol, first)),
+            ]
         else:
             scope.bindings[first] = [
                 _Binding("v", value=("d", owner)) if b.kind == "v" else b for b in bindings
