@@ -275,7 +275,10 @@ class McpManager:
                 except Exception as exc:
                     state.reason = f"listing tools failed: {_reason(exc, cfg.timeout)}"
                     break
-                if _fingerprint(listed) != state.fingerprint:
+                # Re-checked also while a change awaits approval: another process may have
+                # recorded the admin's `/mcp approve` meanwhile.
+                waiting = any(info.pin == "changed" for info in state.tools.values())
+                if waiting or _fingerprint(listed) != state.fingerprint:
                     await self._register(state, listed)
             state.status = "failed"  # block the tools before the connection is torn down
             state.ready.clear()

@@ -213,7 +213,11 @@ async def test_changed_definition_disables_the_tool_until_approved(
     assert "description" in text and "IGNORE ALL PREVIOUS INSTRUCTIONS" in text
     assert "inputSchema" not in text  # only what changed
 
-    assert await second.manager.approve("t", "admin-1") == ["lookup"]
+    # Approved by another process (its own PinStore): this one notices at its next listing.
+    assert await PinStore(first.db).approve("t", "admin-1") == ["lookup"]
+    async with asyncio.timeout(10):
+        while second.manager.servers["t"].tools["lookup"].pin != "pinned":  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
     ok = await second.call("t__lookup", {"query": "x"})
     assert ok.ok
     assert await PinStore(first.db).pending("t") == []
