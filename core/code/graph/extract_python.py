@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from core.code.graph.gcpause import gc_paused
 from core.code.graph.model import (
     FLOW,
-    ITERATION,
+    IMPLICIT,
     MODULE,
     SCOPED,
     ClassFacts,
@@ -83,6 +83,36 @@ V = tuple[Any, ...]  # a value while extracting (a tuple: hashable); stored as l
 _NOTHING: frozenset[V] = frozenset()
 
 
+# Builtins that call a function they are given: its position, or the keyword naming it.
+_CALLS_ARGUMENT: dict[str, int | str] = {
+    "map": 0,
+    "filter": 0,
+    "sorted": "key",
+    "min": "key",
+    "max": "key",
+}
+
+
+def _called_argument(builtin: str, args: Node) -> Node | None:
+    """The argument node a builtin of `_CALLS_ARGUMENT` calls, if the call passes it."""
+    which = _CALLS_ARGUMENT.get(builtin)
+    if which is None:
+        return None
+    position = 0
+    for arg in args.named_children:
+        if arg.type == "keyword_argument":
+            name = arg.child_by_field_name("name")
+            if isinstance(which, str) and name is not None and name.text == which.encode():
+                return arg.child_by_field_name("value")
+        elif arg.type in ("list_splat", "dictionary_splat"):
+            return None
+        else:
+            if position == which:
+                return arg
+            position += 1
+    return None
+
+
 def module_name(path: str) -> tuple[str, bool]:
     """("pkg.mod", False) for pkg/mod.py; ("pkg", True) for pkg/__init__.py."""
     pure = PurePosixPath(path)
@@ -140,6 +170,7 @@ class _Site:
     decorates: str | None = None  # a decorator site: the decorated definition (its argument)
     layer: int = 0  # how many decorators of that definition are applied before this one
     implicit: str | None = None  # `for x in it`: "__iter__" or "__next__", called on `it`
+    by: str | None = None  # the builtin that calls the callee (`map(f, xs)` calls f)
 
 
 def _text(node: Node | None) -> str:
@@ -355,6 +386,12 @@ class PythonExtractor:
             ):
                 args = node.child_by_field_name("arguments")
                 self.sites.append(_Site(function, scope, node.start_point.row + 1, args))
+                if function.type == "identifier" and args is not None:
+                    builtin = self._t(function)
+                    called = _called_argument(builtin, args)
+                    if called is not None:  # `map(f, xs)` calls f (if map is the builtin)
+                        line = node.start_point.row + 1
+                        self.sites.append(_Site(called, scope, line, None, by=builtin))
         self._visit_block(node, scope)
 
     def _class(self, node: Node, scope: _Scope) -> None:
@@ -790,6 +827,20 @@ class PythonExtractor:
                 and isinstance(name := _literal(args.named_children[1]), str)
             ):
                 return [("a", v, name) for v in self.eval(args.named_children[0], scope, depth)]
+            if (
+                function.type == "identifier"
+                and args is not None
+                and self._t(function) in ("map", "filter")
+                and self._builtin(self._t(function), scope)
+            ):
+                # map(f, xs): what f returns, filter(f, xs): items of xs, as a container.
+                given = [a for a in args.named_children if a.type != "keyword_argument"]
+                results: list[V] = []
+                if self._t(function) == "map" and given:
+                    results = [("c", v) for v in self.eval(given[0], scope, depth)]
+                elif len(given) > 1:
+                    results = self._select(self.eval(given[1], scope, depth), None)
+                return [("L", tuple((None, v) for v in results))] if results else ()
             return [("c", v) for v in self.eval(function, scope, depth)]
         if kind == "subscript":
             container = node.child_by_field_name("value")
@@ -1075,6 +1126,10 @@ class PythonExtractor:
             return [v for c in node.named_children for v in self._annotation(c, scope, depth)]
         return []
 
+    def _builtin(self, name: str, scope: _Scope) -> bool:
+        """Whether `name` is unbound here (the builtin, unless a star import shadows it)."""
+        return name not in self._lookup_scope(name, scope).bindings
+
     def _iterated(self, site: _Site) -> list[V]:
         """What a loop's implicit call may call: `it.__iter__`, or `__next__` on its result
         (containers written out iterate as builtins: nothing of this repository)."""
@@ -1114,9 +1169,17 @@ class PythonExtractor:
             if site.implicit is not None:
                 iterated = self._iterated(site)
                 if iterated:  # the resolver keeps only what lands in the repository
-                    name = f"{ITERATION}.{site.implicit}"
+                    name = f"{IMPLICIT}.{site.implicit}"
                     refs.append(
                         reference("calls", site.scope.symbol, site.line, iterated, name, FLOW)
+                    )
+                continue
+            if site.by is not None:
+                if self._builtin(site.by, site.scope):
+                    values = self.eval(site.callee, site.scope)
+                    name = f"{IMPLICIT}.{site.by}"
+                    refs.append(
+                        reference("calls", site.scope.symbol, site.line, values, name, FLOW)
                     )
                 continue
             values = self.eval(site.callee, site.scope)
