@@ -500,7 +500,20 @@ def _unusable(server: str, definition: dict[str, Any]) -> str | None:
         Draft202012Validator.check_schema(schema)
     except SchemaError:
         return "input schema is not a valid JSON schema"
+    if _outside_refs(schema):  # never fetched: validation must not reach the network
+        return "input schema refers to other documents ($ref outside itself)"
     return None
+
+
+def _outside_refs(node: Any) -> bool:
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and not ref.startswith("#"):
+            return True
+        return any(_outside_refs(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_outside_refs(v) for v in node)
+    return False
 
 
 def _reason(exc: BaseException, timeout: float) -> str:
