@@ -222,10 +222,10 @@ class PythonExtractor:
         # `_stable`/`_stable_names` for the whole file (values that did neither are the same
         # in every round, and most values are such). `_tainted` says whether the evaluation
         # under way has read a round-only value.
-        self._memo: dict[tuple[int, int], frozenset[V]] = {}
-        self._names: dict[tuple[int, str], frozenset[V]] = {}
-        self._stable: dict[tuple[int, int], frozenset[V]] = {}
-        self._stable_names: dict[tuple[int, str], frozenset[V]] = {}
+        self._memo: dict[tuple[int, _Scope], frozenset[V]] = {}
+        self._names: dict[tuple[_Scope, str], frozenset[V]] = {}
+        self._stable: dict[tuple[int, _Scope], frozenset[V]] = {}
+        self._stable_names: dict[tuple[_Scope, str], frozenset[V]] = {}
         self._tainted = False
         # The arguments the last flow round found, as `_flow` compares them (none at first).
         self._reached: dict[tuple[str, str], Counter[tuple[Any, ...]]] = {}
@@ -776,7 +776,7 @@ class PythonExtractor:
                     yield from self._local_function(returned, depth + 1)
 
     def eval(self, node: Node, scope: _Scope, depth: int = 0) -> frozenset[V]:
-        key = (node.id, id(scope))
+        key = (node.id, scope)
         cached = self._stable.get(key)
         if cached is not None:
             return cached
@@ -952,7 +952,7 @@ class PythonExtractor:
         holder = self._lookup_scope(name, scope)
         if name not in holder.bindings:
             return frozenset({("n", name)})
-        key = (id(holder), name)
+        key = (holder, name)
         cached = self._stable_names.get(key)
         if cached is not None:
             return cached
