@@ -140,3 +140,14 @@ def test_unusable_tool_definitions_are_skipped_with_a_reason() -> None:
         "properties": {"a": {"$ref": "#/$defs/a"}},
     }
     assert _unusable("s", definition(schema=local)) is None
+
+
+def test_a_diff_of_a_huge_description_is_capped() -> None:
+    from core.mcp.pins import PendingChange
+
+    old = {"name": "t", "description": "short", "inputSchema": {"type": "object"}}
+    new = {**old, "description": "\n".join(f"line {i} " + "x" * 500 for i in range(5000))}
+    text = PendingChange("t", old, new, None).describe()
+    assert len(text) < 10_000
+    assert "more diff lines" in text
+    assert "inputSchema" not in text  # unchanged fields are not shown
