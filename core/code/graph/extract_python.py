@@ -300,6 +300,10 @@ class PythonExtractor:
 
     def _visit(self, node: Node, scope: _Scope) -> None:
         kind = node.type
+        if kind == "call":  # the most frequent kind here, first
+            self._call(node, scope)
+            self._visit_block(node, scope)
+            return
         if kind not in _VISITED:  # most nodes: only their children bind or call
             self._visit_block(node, scope)
             return
@@ -379,20 +383,23 @@ class PythonExtractor:
                 self.returns.setdefault(scope.symbol, []).append(
                     _Binding("yield", node=value, scope=scope, key=spread)
                 )
-        elif kind == "call":
-            function = node.child_by_field_name("function")
-            if function is not None and not (
-                function.type == "identifier" and self._t(function) == "super"
-            ):
-                args = node.child_by_field_name("arguments")
-                self.sites.append(_Site(function, scope, node.start_point.row + 1, args))
-                if function.type == "identifier" and args is not None:
-                    builtin = self._t(function)
-                    called = _called_argument(builtin, args)
-                    if called is not None:  # `map(f, xs)` calls f (if map is the builtin)
-                        line = node.start_point.row + 1
-                        self.sites.append(_Site(called, scope, line, None, by=builtin))
         self._visit_block(node, scope)
+
+    def _call(self, node: Node, scope: _Scope) -> None:
+        function = node.child_by_field_name("function")
+        if function is None:
+            return
+        is_name = function.type == "identifier"
+        if is_name and self._t(function) == "super":
+            return
+        args = node.child_by_field_name("arguments")
+        line = node.start_point.row + 1
+        self.sites.append(_Site(function, scope, line, args))
+        if is_name and args is not None:
+            builtin = self._t(function)
+            called = _called_argument(builtin, args)
+            if called is not None:  # `map(f, xs)` calls f (if map is the builtin)
+                self.sites.append(_Site(called, scope, line, None, by=builtin))
 
     def _class(self, node: Node, scope: _Scope) -> None:
         name = self._t(node.child_by_field_name("name")) or "<anonymous>"
