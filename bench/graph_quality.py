@@ -85,7 +85,7 @@ def main() -> None:
         totals = {"tp": 0, "fp": 0, "fn": 0, "external": 0, "kept": 0}
         for case in sorted(p for p in language_dir.iterdir() if p.is_dir()):
             m = measure(case)
-            tp, fp, fn = int(m["tp"]), len(m["fp"]), len(m["fn"])  # type: ignore[arg-type]
+            tp, fp, fn = int(m["tp"]), len(m["fp"]), len(m["fn"])  # type: ignore[arg-type, call-overload]
             totals["tp"] += tp
             totals["fp"] += fp
             totals["fn"] += fn
