@@ -385,3 +385,28 @@ def test_functions_that_builtins_call_are_callees_of_the_caller() -> None:
     }
     # A map of the repository's own is just a function: g is not called.
     assert ("shadow.py:<module>", "shadow.py:g") not in found
+
+
+def test_dict_update_stores_its_items_like_subscript_assignment() -> None:
+    found = calls(
+        {
+            "m.py": "def on_start():\n    pass\n\ndef on_stop():\n    pass\n\n"
+            "handlers = {}\n"
+            "handlers.update({'start': on_start}, stop=on_stop)\n\n"
+            "def fire(event):\n"
+            "    handlers['start']()\n"
+            "    handlers[event]()\n",
+        }
+    )
+    # A literal key picks its item; any other key may be any of them.
+    assert ("m.py:fire", "m.py:on_start") in found
+    assert ("m.py:fire", "m.py:on_stop") in found
+    start_only = calls(
+        {
+            "s.py": "def a():\n    pass\n\ndef b():\n    pass\n\n"
+            "d = {}\nd.update(x=a, y=b)\nd['y']()\n"
+        }
+    )
+    assert {t for s, t in start_only if s == "s.py:<module>" and not t.startswith("?")} == {
+        "s.py:b"
+    }

@@ -400,6 +400,33 @@ class PythonExtractor:
             called = _called_argument(builtin, args)
             if called is not None:  # `map(f, xs)` calls f (if map is the builtin)
                 self.sites.append(_Site(called, scope, line, None, by=builtin))
+        elif function.type == "attribute" and args is not None:
+            self._update(function, args, scope)
+
+    def _update(self, function: Node, args: Node, scope: _Scope) -> None:
+        """`d.update({"k": f}, k2=g)` stores items in d, as `d["k"] = f` does."""
+        obj = function.child_by_field_name("object")
+        if obj is None or obj.type != "identifier":
+            return
+        if self._t(function.child_by_field_name("attribute")) != "update":
+            return
+        name = self._t(obj)
+        holder = self._lookup_scope(name, scope)
+        for arg in args.named_children:
+            if arg.type == "keyword_argument":
+                key: Any = self._t(arg.child_by_field_name("name"))
+                pairs = [(key, arg.child_by_field_name("value"))]
+            elif arg.type == "dictionary":
+                pairs = [
+                    (_literal(pair.child_by_field_name("key")), pair.child_by_field_name("value"))
+                    for pair in arg.named_children
+                    if pair.type == "pair"
+                ]
+            else:
+                continue
+            for key, value in pairs:
+                if value is not None:
+                    holder.bind(name, _Binding("si", node=value, scope=scope, key=key))
 
     def _class(self, node: Node, scope: _Scope) -> None:
         name = self._t(node.child_by_field_name("name")) or "<anonymous>"
