@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from core.code.repos import RepoStore
     from core.code.search import CodeSearch
     from core.code.vectors import VectorStore
+    from core.llm.usage import UsageRecorder
+    from core.quotas import QuotaLedger
+    from core.tts.engine import SpeechEngine
+    from core.tts.service import VoiceService
 
 
 @dataclass
@@ -34,8 +38,10 @@ class App:
     repos: RepoStore
     search: CodeSearch
     indexer: Indexer
+    voice: VoiceService
 
     async def aclose(self) -> None:
+        await self.voice.aclose()
         if self.model is not None:
             await self.model.aclose()
         await self.search.aclose()
@@ -79,6 +85,8 @@ def build_app(
     from core.tools.builtin import builtin_tools
     from core.tools.dispatcher import Dispatcher
     from core.tools.registry import ToolRegistry
+    from core.tts.commands import voice_commands
+    from core.tts.tool import voice_tools
 
     policy = Policy.load(settings.policy_file)
     db = Database(settings.database)
@@ -96,10 +104,18 @@ def build_app(
     indexer = Indexer(db, search)
     if model is None:
         model = _configured_model(settings)
+    history = HistoryStore(db)
+    voice = build_voice(settings, quotas, usage, model, clock)
     agent = None
     if model is not None:
         registry = ToolRegistry(
-            [*builtin_tools(), *memory_tools(memory), *code_tools(repos, search), *extra_tools]
+            [
+                *builtin_tools(),
+                *memory_tools(memory),
+                *code_tools(repos, search),
+                *voice_tools(),
+                *extra_tools,
+            ]
         )
         dispatcher = Dispatcher(
             registry,
@@ -110,7 +126,7 @@ def build_app(
         agent = Agent(
             model=model,
             dispatcher=dispatcher,
-            history=HistoryStore(db),
+            history=history,
             quotas=quotas,
             usage=usage,
             db=db,
@@ -124,7 +140,12 @@ def build_app(
     core = Core(
         policy=policy,
         commands=CommandRegistry(
-            [*builtin_commands(), *memory_commands(memory), *code_commands(repos, indexer)]
+            [
+                *builtin_commands(),
+                *memory_commands(memory),
+                *code_commands(repos, indexer),
+                *voice_commands(voice, history),
+            ]
         ),
         quotas=quotas,
         usage=usage,
@@ -134,6 +155,7 @@ def build_app(
         metrics=metrics,
         clock=clock,
         offline_answer=offline_answer(repos, search) if agent is None else None,
+        voice=voice,
     )
     return App(
         settings=settings,
@@ -144,6 +166,52 @@ def build_app(
         repos=repos,
         search=search,
         indexer=indexer,
+        voice=voice,
+    )
+
+
+def build_speech_engine(settings: Settings) -> SpeechEngine:
+    """The configured engine. Cheap: local workers start, and clients connect, on first use."""
+    from core.tts.local import LocalEngine
+    from core.tts.openai_engine import DEFAULT_VOICE, OpenAISpeechEngine
+    from core.tts.worker import ESPEAK_DEFAULT_VOICE, PIPER_DEFAULT_VOICE
+
+    engine = settings.tts_engine_resolved
+    if engine == "openai":
+        key = settings.tts_api_key
+        return OpenAISpeechEngine(
+            base_url=settings.tts_base_url,
+            api_key=key.get_secret_value() if key else None,
+            model=settings.tts_model,
+            voice=settings.tts_voice or DEFAULT_VOICE,
+            timeout=settings.tts_timeout,
+        )
+    default = PIPER_DEFAULT_VOICE if engine == "piper" else ESPEAK_DEFAULT_VOICE
+    return LocalEngine(
+        engine,
+        settings.tts_voice or default,
+        workers=settings.tts_workers,
+        segment_bytes=settings.tts_segment_bytes,
+        timeout=settings.tts_timeout,
+    )
+
+
+def build_voice(
+    settings: Settings,
+    quotas: QuotaLedger,
+    usage: UsageRecorder,
+    model: ChatModel | None,
+    clock: Callable[[], datetime],
+) -> VoiceService:
+    from core.tts.service import VoiceConfig, VoiceService
+    from core.tts.summary import ModelSummarizer
+
+    summarize = None
+    if model is not None and settings.tts_summarize:
+        summarize = ModelSummarizer(model, quotas, usage)
+    config = VoiceConfig(max_chars=settings.tts_max_chars, format=settings.tts_format)
+    return VoiceService(
+        build_speech_engine(settings), quotas, config, summarize=summarize, clock=clock
     )
 
 

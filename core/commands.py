@@ -49,6 +49,8 @@ class CommandContext:
     now: datetime
     # Short status lines for the thread while a long command runs (None: nobody listens).
     progress: Callable[[str], Awaitable[None]] | None = None
+    # Attaches audio of a reply's text (`/ask --voice`); None when voice is not set up.
+    speak: Callable[[Reply, str], Awaitable[Reply]] | None = None
 
 
 Handler = Callable[[CommandContext, str], Awaitable[Reply]]
@@ -119,9 +121,19 @@ async def _help(ctx: CommandContext, _args: str) -> Reply:
 
 
 async def _ask(ctx: CommandContext, args: str) -> Reply:
-    if not args:
-        return Reply("Usage: `/ask QUESTION`", ok=False, ephemeral=True)
-    return await ctx.ask(args)
+    head, _, rest = args.partition(" ")
+    voice = head.strip().lower() == "--voice"
+    question = rest.strip() if voice else args
+    if not question:
+        return Reply("Usage: `/ask [--voice] QUESTION`", ok=False, ephemeral=True)
+    if not voice:
+        return await ctx.ask(question)
+    # Refused before the model runs: no tokens spent on an answer that was asked for as audio.
+    ctx.session.require("tts")
+    reply = await ctx.ask(question)
+    if ctx.speak is None:
+        return reply
+    return await ctx.speak(reply, question)
 
 
 async def _budget(ctx: CommandContext, _args: str) -> Reply:
@@ -152,7 +164,13 @@ def builtin_commands() -> list[Command]:
         Command(
             "help", "/help", "what I can do and the commands you can use", _help, personal=True
         ),
-        Command("ask", "/ask QUESTION", "ask a question (same as mentioning me)", _ask, "ask"),
+        Command(
+            "ask",
+            "/ask [--voice] QUESTION",
+            "ask a question (same as mentioning me); --voice also reads the answer aloud",
+            _ask,
+            "ask",
+        ),
         Command(
             "budget", "/budget", "your token and voice budgets for today", _budget, personal=True
         ),

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from core.llm.usage import UsageRecorder
     from core.metrics import Metrics
     from core.quotas import QuotaLedger
+    from core.tts.service import VoiceService
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,7 @@ class Core:
         metrics: Metrics | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         offline_answer: Callable[[ToolSession, str], Awaitable[Reply | None]] | None = None,
+        voice: VoiceService | None = None,
     ) -> None:
         """`offline_answer` answers free text when no model is configured (code search hits);
         returning None falls back to the plain "no model" reply."""
@@ -63,6 +65,7 @@ class Core:
         self._clock = clock
         self._threads = KeyedLocks()
         self._offline_answer = offline_answer
+        self.voice = voice
 
     @property
     def model_configured(self) -> bool:
@@ -113,13 +116,25 @@ class Core:
                     return reply
             return Reply(messages.NO_MODEL, ok=False)
         async with self._threads.hold(session.conversation):
-            return await self.agent.answer(session, text, progress)
+            reply = await self.agent.answer(session, text, progress)
+        if session.effects.speak and self.voice is not None:
+            # The model asked (through the `speak` tool) for its answer to be read aloud.
+            reply = await self.voice.attach(session, reply, title=text)
+        return reply
 
     def _command_context(
         self, session: ToolSession, progress: Progress | None = None
     ) -> cmd.CommandContext:
         async def ask(text: str) -> Reply:
             return await self._ask(session, text, progress)
+
+        voice = self.voice
+
+        async def speak(reply: Reply, title: str) -> Reply:
+            assert voice is not None
+            if session.effects.speak:  # the `speak` tool already attached it
+                return reply
+            return await voice.attach(session, reply, title=title)
 
         return cmd.CommandContext(
             session=session,
@@ -130,4 +145,5 @@ class Core:
             ask=ask,
             now=self._clock(),
             progress=progress,
+            speak=speak if voice is not None else None,
         )

@@ -25,6 +25,14 @@ class RequestCounters:
     iterations: int = 0
 
 
+@dataclass(slots=True)
+class RequestEffects:
+    """What a tool asked core to do with this request's reply once the agent has answered
+    (the `speak` tool: attach audio of the answer). Tools set it; only core acts on it."""
+
+    speak: bool = False
+
+
 @dataclass(frozen=True, slots=True)
 class ToolSession:
     identity: Identity
@@ -35,6 +43,7 @@ class ToolSession:
     rules: tuple[str, ...] = ()
     counters: RequestCounters = field(default_factory=RequestCounters)
     repos: frozenset[str] = frozenset({ALL_REPOS})  # code repositories readable here
+    effects: RequestEffects = field(default_factory=RequestEffects)
 
     def allows(self, permission: str) -> bool:
         return permission in self.permissions
