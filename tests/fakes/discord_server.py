@@ -29,6 +29,8 @@ The gateway protocol lives in `discord_gateway`, the HTTP conventions in `discor
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import re
 import secrets
 import time
@@ -65,6 +67,9 @@ T = TypeVar("T")
 MAX_CONTENT = 2_000
 EPHEMERAL = 1 << 6
 LOADING = 1 << 7
+IS_VOICE_MESSAGE = 1 << 13
+MAX_WAVEFORM = 256
+SINGLE_AUDIO = "Voice messages must have a single audio attachment"
 INTERACTION_WINDOW = 3.0  # seconds Discord allows before the first interaction response
 
 
@@ -82,6 +87,9 @@ class Posted:
     loading: bool = False
     deleted: bool = False
     edits: list[str] = field(default_factory=list)  # contents after each PATCH
+    flags: int = 0
+    # The attachments' metadata from payload_json (voice messages: duration_secs, waveform).
+    attachment_meta: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -161,6 +169,8 @@ class FakeDiscord:
         self.interactions: dict[str, InteractionState] = {}
         self.user_messages: dict[str, Message] = {}
         self.unhandled: list[str] = []
+        # Channels where voice messages are refused (error 50173), as a server may set it.
+        self.no_voice_messages: set[str] = set()
 
         self._failures: list[_Failure] = []
         self._changed = asyncio.Condition()
@@ -568,7 +578,14 @@ class FakeDiscord:
         problem = self._check_content(body, call.files)
         if problem is not None:
             return problem
+        flags = int(body.get("flags") or 0)
+        if flags & IS_VOICE_MESSAGE:
+            problem = self._check_voice_message(channel_id, body, call.files)
+            if problem is not None:
+                return problem
         posted = Posted(self._id(), channel_id, body.get("content") or "", call.files)
+        posted.flags = flags
+        posted.attachment_meta = list(body.get("attachments") or [])
         self.posts.append(posted)
         message = self._bot_message(posted)
         if channel_id in self.channels:
@@ -637,6 +654,33 @@ class FakeDiscord:
             return json_response(413, {"message": "Request entity too large", "code": 40005})
         return None
 
+    def _check_voice_message(
+        self, channel_id: str, body: dict[str, Any], files: list[UploadedFile]
+    ) -> web.Response | None:
+        """What Discord checks of a voice message: one OGG file, no text, a duration and a
+        base64 waveform of at most 256 bytes; and whether the channel allows them at all."""
+        if channel_id in self.no_voice_messages:
+            return json_response(
+                403, {"message": "Cannot send voice messages in this channel.", "code": 50173}
+            )
+        if body.get("content"):
+            return json_response(
+                400, {"message": "Voice messages do not support additional content", "code": 50159}
+            )
+        meta = body.get("attachments") or []
+        if len(files) != 1 or len(meta) != 1:
+            return json_response(400, {"message": SINGLE_AUDIO, "code": 50160})
+        try:
+            duration = float(meta[0]["duration_secs"])
+            waveform = base64.b64decode(meta[0]["waveform"], validate=True)
+        except (KeyError, TypeError, ValueError, binascii.Error):
+            return json_response(400, {"message": "Invalid Form Body", "code": 50035})
+        if duration <= 0 or not 0 < len(waveform) <= MAX_WAVEFORM:
+            return json_response(400, {"message": "Invalid Form Body", "code": 50035})
+        if not files[0].data.startswith(b"OggS"):
+            return json_response(400, {"message": SINGLE_AUDIO, "code": 50160})
+        return None
+
     def _bot_message(self, posted: Posted) -> Message:
         attachments: list[MessageAttachment] = [
             {
@@ -652,8 +696,10 @@ class FakeDiscord:
         message = self._message(posted.channel_id, self.bot, posted.content)
         message["id"] = posted.id
         message["attachments"] = attachments
-        message["flags"] = (EPHEMERAL if posted.ephemeral else 0) | (
-            LOADING if posted.loading else 0
+        message["flags"] = (
+            (EPHEMERAL if posted.ephemeral else 0)
+            | (LOADING if posted.loading else 0)
+            | (posted.flags & IS_VOICE_MESSAGE)
         )
         return message
 
