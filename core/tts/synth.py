@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from dataclasses import dataclass
 
@@ -26,7 +27,10 @@ from core.tts.segment import segment
 
 log = logging.getLogger(__name__)
 
-PAUSE_SECONDS = 0.0  # engines end sentences with their own pause; none is added between segments
+# Segments are made smaller than the engine's limit when that keeps every worker busy: with
+# two workers, three 600-byte segments take two rounds while six of 300 bytes share evenly.
+SEGMENTS_PER_WORKER = 2
+MIN_BALANCED_BYTES = 160  # below this, per-request overhead outweighs the better balance
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,12 +53,20 @@ class SpeechFailed(Exception):
     """A segment failed for good; the message is for logs, not users."""
 
 
+def segment_limit(engine: SpeechEngine, text: str) -> int:
+    """The engine's segment limit, or less when that spreads the text over all its workers."""
+    share = math.ceil(
+        len(text.encode("utf-8")) / (max(1, engine.concurrency) * SEGMENTS_PER_WORKER)
+    )
+    return min(engine.segment_bytes, max(MIN_BALANCED_BYTES, share))
+
+
 def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, SynthesisError) and exc.retryable
 
 
 async def synthesize(engine: SpeechEngine, text: str, retry: RetryPolicy = RetryPolicy()) -> Speech:
-    parts = [p.strip() for p in segment(text, engine.segment_bytes)]
+    parts = [p.strip() for p in segment(text, segment_limit(engine, text))]
     parts = [p for p in parts if p]
     if not parts:
         raise SpeechFailed("nothing to read aloud")
