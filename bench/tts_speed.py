@@ -4,7 +4,8 @@ For each local engine (Piper with en_US-joe-medium, eSpeak NG):
 
   rtf        real-time factor of one worker (synthesis seconds / audio seconds), median of runs
   answer     a 2,000-character answer through the production path (prepare, segment, the
-             worker pool of `--workers` processes in parallel, merge, encode OGG/Opus):
+             worker pool of `--workers` processes in parallel, OGG/Opus encoding of each
+             segment as soon as it and those before it are ready):
              time to first audio (first segment ready) and total, with the workers warm, and
              once cold (worker start-up included)
   size       bytes per minute of audio for OGG/Opus, MP3 and WAV
@@ -32,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.machine import append_section, machine_facts  # noqa: E402
 from core.tts.audio import Audio, AudioFormat, encode  # noqa: E402
+from core.tts.encoder import StreamingEncoder  # noqa: E402
 from core.tts.local import LocalEngine  # noqa: E402
 from core.tts.prepare import prepare  # noqa: E402
 from core.tts.synth import synthesize  # noqa: E402
@@ -131,8 +133,9 @@ async def answer_run(
             await pool.start()
             await synthesize(pool, "Warm up.")  # both code paths loaded in each worker
         started = time.perf_counter()
-        speech = await synthesize(pool, text)
-        await asyncio.to_thread(encode, speech.audio, "ogg")
+        encoder = StreamingEncoder("ogg")  # as the bot does: encoding overlaps synthesis
+        speech = await synthesize(pool, text, on_segment=encoder.add)
+        await encoder.finish()
         total = time.perf_counter() - started
         peak = max(vm_hwm_mb(pid) for pid in pool.pids())
         return speech.first_audio, total, speech.segments, speech.audio.duration, speech.audio, peak

@@ -23,7 +23,8 @@ from core.quotas import BudgetExhausted, QuotaLedger, Reservation
 from core.request import Attachment, Reply
 from core.session import ToolSession
 from core.tts import messages
-from core.tts.audio import MIME_TYPES, AudioFormat, encode, waveform
+from core.tts.audio import MIME_TYPES, AudioFormat, waveform
+from core.tts.encoder import StreamingEncoder
 from core.tts.engine import EngineUnavailable, SpeechEngine
 from core.tts.prepare import prepare
 from core.tts.synth import RetryPolicy, SpeechFailed, synthesize
@@ -101,19 +102,19 @@ class VoiceService:
             notes.append(note)
         fmt = self._format(session.identity.platform)
         reservation = await self._reserve(session, len(spoken))
+        encoder = StreamingEncoder(fmt)
         try:
-            speech = await synthesize(self.engine, spoken, self.config.retry)
-            data = await asyncio.to_thread(encode, speech.audio, fmt)
-            shape = await asyncio.to_thread(waveform, speech.audio)
-        except EngineUnavailable as exc:
+            speech = await synthesize(self.engine, spoken, self.config.retry, encoder.add)
+            data, audio = await encoder.finish()
+            shape = await asyncio.to_thread(waveform, audio)
+        except BaseException as exc:
+            await encoder.abort()
             await self._quotas.release(reservation)
-            raise Refusal(messages.not_installed(str(exc))) from None
-        except SpeechFailed:
-            await self._quotas.release(reservation)
-            log.warning("speech failed for request %s", session.request_id, exc_info=True)
-            raise Refusal(messages.FAILED) from None
-        except BaseException:
-            await self._quotas.release(reservation)
+            if isinstance(exc, EngineUnavailable):
+                raise Refusal(messages.not_installed(str(exc))) from None
+            if isinstance(exc, SpeechFailed):
+                log.warning("speech failed for request %s", session.request_id, exc_info=True)
+                raise Refusal(messages.FAILED) from None
             raise
         crossed = await self._quotas.settle(reservation, len(spoken))
         notes.extend(speech.notes)
@@ -136,7 +137,7 @@ class VoiceService:
             data,
             MIME_TYPES[fmt],
             title=_title(title),
-            duration_secs=speech.audio.duration,
+            duration_secs=audio.duration,
             waveform=shape,
         )
         return attachment, tuple(notes)

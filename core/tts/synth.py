@@ -11,6 +11,7 @@ import asyncio
 import logging
 import math
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from tenacity import (
@@ -22,7 +23,7 @@ from tenacity import (
 )
 
 from core.tts.audio import Audio, merge
-from core.tts.engine import Segment, SpeechEngine, SynthesisError
+from core.tts.engine import EngineUnavailable, Segment, SpeechEngine, SynthesisError
 from core.tts.segment import segment
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,15 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, SynthesisError) and exc.retryable
 
 
-async def synthesize(engine: SpeechEngine, text: str, retry: RetryPolicy = RetryPolicy()) -> Speech:
+async def synthesize(
+    engine: SpeechEngine,
+    text: str,
+    retry: RetryPolicy = RetryPolicy(),
+    on_segment: Callable[[int, Audio], Awaitable[None]] | None = None,
+) -> Speech:
+    """`on_segment(index, audio)` is called as each segment is ready (in any order), e.g. to
+    encode while later segments are still being synthesized. Raises `SpeechFailed`, or
+    `EngineUnavailable` when the engine cannot run here at all."""
     parts = [p.strip() for p in segment(text, segment_limit(engine, text))]
     parts = [p for p in parts if p]
     if not parts:
@@ -90,6 +99,8 @@ async def synthesize(engine: SpeechEngine, text: str, retry: RetryPolicy = Retry
                     result = await engine.synthesize(piece)
             if not first:
                 first.append(time.monotonic() - started)
+            if on_segment is not None:
+                await on_segment(index, result.audio)
             return result
 
     tasks = [asyncio.create_task(one(i, p)) for i, p in enumerate(parts)]
@@ -99,6 +110,8 @@ async def synthesize(engine: SpeechEngine, text: str, retry: RetryPolicy = Retry
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if isinstance(exc, EngineUnavailable):
+            raise
         raise SpeechFailed(f"{engine.name}: {exc}") from exc
     except BaseException:
         for t in tasks:

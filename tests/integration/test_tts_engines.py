@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import subprocess
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from core.tts.engine import EngineUnavailable
 from core.tts.local import LocalEngine
 from core.tts.openai_engine import OpenAISpeechEngine
 from core.tts.synth import RetryPolicy, SpeechFailed, synthesize
+from tests.conftest import BotHarness
 from tests.fakes.openai_server import FakeOpenAI
 
 FAST = RetryPolicy(attempts=3, initial=0.001, maximum=0.01)
@@ -114,3 +119,36 @@ async def test_a_crashed_worker_is_replaced_and_the_segment_retried() -> None:
         assert engine.pids() and engine.pids() != [pid]
     finally:
         await engine.aclose()
+
+
+SYSTEM_PYTHON = Path("/usr/bin/python3")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _lacks_piper(python: Path) -> bool:
+    if not python.exists():
+        return False
+    probe = subprocess.run([str(python), "-c", "import onnxruntime, piper"], capture_output=True)
+    return probe.returncode != 0
+
+
+@pytest.mark.skipif(
+    not _lacks_piper(SYSTEM_PYTHON), reason="no Python without the voice extra to try with"
+)
+async def test_without_the_voice_extra_the_user_is_told_how_to_install_it(
+    make_bot: Callable[..., BotHarness], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A worker started by a Python that has Threadline but not the extra (as after a plain
+    # `pip install threadline`).
+    monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT))
+    bot = make_bot()
+    engine = bot.app.voice.engine
+    assert isinstance(engine, LocalEngine) and engine.engine == "piper"
+    engine.python = str(SYSTEM_PYTHON)
+    with pytest.raises(EngineUnavailable):
+        await synthesize(engine, "Hello.", FAST)
+    reply = await bot.send("/tts Hello.")
+    assert not reply.ok
+    assert "Voice replies are not available here" in reply.text
+    assert "pip install 'threadline[voice]'" in reply.text
+    assert "0 of 1,000 characters" in (await bot.send("/budget")).text
