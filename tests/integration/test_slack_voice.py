@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any
 
 import pytest
 import soundfile as sf
 
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_api import FakeSlack
-from tests.fakes.slack_events import mention, new_ts
+from tests.fakes.slack_events import event_body, mention, new_ts
 from tests.integration.test_slack import StartApp, fake_slack, serve_slack, texts
 
 __all__ = ["fake_slack", "serve_slack"]  # fixtures shared with the Slack tests
@@ -58,3 +59,46 @@ def test_a_refused_voice_request_says_why_in_the_thread(
     app.idle()
     assert fake_slack.calls("files.getUploadURLExternal") == []
     assert any("mostly code" in t for t in texts(fake_slack, "C1"))
+
+
+def reaction(
+    ts: str, *, name: str = "speaker", user: str = "U1", item_user: str = FakeSlack.bot_user_id
+) -> dict[str, Any]:
+    return event_body(
+        {
+            "type": "reaction_added",
+            "user": user,
+            "reaction": name,
+            "item_user": item_user,
+            "item": {"type": "message", "channel": "C1", "ts": ts},
+            "event_ts": new_ts(),
+        }
+    )
+
+
+def test_a_speaker_reaction_on_an_answer_reads_it_aloud_in_its_thread(
+    serve_slack: StartApp,
+    fake_slack: FakeSlack,
+    fake_llm: FakeOpenAI,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TTS_BASE_URL", fake_llm.url)
+    app = serve_slack()
+    fake_llm.reply("Backups run at *01:00 UTC*; see [the runbook](https://example.com/r).")
+    root = new_ts()
+    app.post_event(mention("when do backups run?", ts=root))
+    app.idle()
+    (answer,) = fake_slack.posted("C1")
+
+    app.post_event(reaction(answer["ts"], name="thumbsup"))  # another emoji: nothing
+    app.post_event(reaction(root, item_user="U1"))  # someone else's message: nothing
+    app.idle()
+    assert fake_slack.calls("files.getUploadURLExternal") == []
+
+    app.post_event(reaction(answer["ts"]))
+    app.idle()
+    (complete,) = fake_slack.calls("files.completeUploadExternal")
+    assert (complete.args["channel_id"], complete.args["thread_ts"]) == ("C1", root)
+    assert fake_llm.speech_requests[-1]["input"] == "Backups run at 01:00 UTC; see the runbook."
+    (uploaded,) = json.loads(complete.args["files"])
+    assert sf.info(io.BytesIO(fake_slack.upload(uploaded["id"]))).format == "MP3"
