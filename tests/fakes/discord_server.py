@@ -330,6 +330,23 @@ class FakeDiscord:
         await self.dispatch("MESSAGE_CREATE", message, dm=True)
         return message
 
+    async def react(self, user: User, posted: Posted, emoji: str = "🔊") -> None:
+        """A person adds `emoji` to a message the bot posted (MESSAGE_REACTION_ADD)."""
+        dm = posted.channel_id not in self.channels
+        data: dict[str, Any] = {
+            "user_id": user["id"],
+            "channel_id": posted.channel_id,
+            "message_id": posted.id,
+            "message_author_id": self.bot["id"],
+            "emoji": {"id": None, "name": emoji},
+            "burst": False,
+            "type": 0,
+        }
+        if not dm:
+            data["guild_id"] = self.guild_id
+            data["member"] = dict(self.members[user["id"]])
+        await self.dispatch("MESSAGE_REACTION_ADD", data, dm=dm)
+
     def _message(self, channel_id: str, author: User, content: str) -> Message:
         known = {uid: m["user"] for uid, m in self.members.items() if "user" in m}
         return world.message(self._id(), channel_id, author, content, known)
@@ -493,6 +510,7 @@ class FakeDiscord:
             ("POST", r"/users/@me/channels", self._open_dm),
             ("GET", r"/channels/\d+", self._get_channel),
             ("POST", r"/channels/\d+/messages", self._create_message),
+            ("GET", r"/channels/\d+/messages/\d+", self._get_message),
             ("PATCH", r"/channels/\d+/messages/\d+", self._edit_message),
             ("DELETE", r"/channels/\d+/messages/\d+", self._delete_message),
             ("POST", r"/channels/\d+/typing", self._typing),
@@ -605,6 +623,18 @@ class FakeDiscord:
             ),
             None,
         )
+
+    async def _get_message(self, call: Call) -> web.Response:
+        posted = self._own_message(call)
+        if posted is not None:
+            message = self._bot_message(posted)
+            if posted.channel_id in self.channels:
+                message["guild_id"] = self.guild_id
+            return json_response(200, message)
+        message_id = call.path.strip("/").split("/")[3]
+        if message_id in self.user_messages:
+            return json_response(200, self.user_messages[message_id])
+        return json_response(404, {"message": "Unknown Message", "code": 10008})
 
     async def _edit_message(self, call: Call) -> web.Response:
         posted = self._own_message(call)

@@ -153,7 +153,7 @@ async def test_a_mention_opens_exactly_one_thread_and_answers_inside_it(
     # and the bot asked for exactly the intents it needs.
     assert fake.connections[0]["compress"] in ("zlib-stream", "zstd-stream")
     intents = fake.identifies[0]["intents"]
-    assert intents == (1 << 0) | (1 << 9) | (1 << 12) | (1 << 15)
+    assert intents == (1 << 0) | (1 << 9) | (1 << 10) | (1 << 12) | (1 << 13) | (1 << 15)
     assert fake.unhandled == []
 
 

@@ -102,3 +102,31 @@ async def test_the_app_command_answers_with_the_audio_file(
     assert heading.content.startswith("Read aloud (0:")
     (file,) = audio.files
     assert file.data.startswith(b"OggS")
+
+
+async def test_a_speaker_reaction_on_an_answer_reads_it_aloud_in_its_thread(
+    start_bot: StartBot, fake_discord: FakeDiscord, fake_llm: FakeOpenAI
+) -> None:
+    fake = fake_discord
+    bot = await start_bot(tts_base_url=fake_llm.url)
+    fake_llm.reply("Backups run at **01:00 UTC**.")
+    thread = await ask_in_channel(fake, "when do backups run?")
+    await bot.adapter.idle()
+    (answer,) = fake.messages_in(thread)
+
+    await fake.react(fake.alice, answer, "👍")  # another emoji: nothing
+    await bot.adapter.idle()
+    assert fake_llm.speech_requests == []
+
+    await fake.react(fake.alice, answer)
+    await fake.wait_for(lambda: len(fake.messages_in(thread)) == 3)
+    await bot.adapter.idle()
+    heading, voice = fake.messages_in(thread)[1:]
+    assert heading.content.startswith("Read aloud (0:")
+    assert voice.flags & IS_VOICE_MESSAGE
+    assert fake_llm.speech_requests[-1]["input"] == "Backups run at 01:00 UTC."
+
+    await fake.react(fake.alice, answer)  # the same person again (or a replayed event): once
+    await bot.adapter.idle()
+    assert len(fake.messages_in(thread)) == 3
+    assert fake.unhandled == []
