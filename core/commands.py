@@ -8,7 +8,7 @@ in one `CommandRegistry`; later features add theirs the same way.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -121,9 +121,9 @@ async def _help(ctx: CommandContext, _args: str) -> Reply:
 
 
 async def _ask(ctx: CommandContext, args: str) -> Reply:
-    head, _, rest = args.partition(" ")
-    voice = head.strip().lower() == "--voice"
-    question = rest.strip() if voice else args
+    head, *rest = args.split(maxsplit=1) or [""]
+    voice = head.lower() == "--voice"
+    question = (rest[0].strip() if rest else "") if voice else args
     if not question:
         return Reply("Usage: `/ask [--voice] QUESTION`", ok=False, ephemeral=True)
     if not voice:
@@ -132,7 +132,7 @@ async def _ask(ctx: CommandContext, args: str) -> Reply:
     ctx.session.require("tts")
     reply = await ctx.ask(question)
     if ctx.speak is None:
-        return reply
+        return replace(reply, notices=(*reply.notices, messages.VOICE_NOT_SET_UP))
     return await ctx.speak(reply, question)
 
 

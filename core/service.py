@@ -115,6 +115,9 @@ class Core:
                 if reply is not None:
                     return reply
             return Reply(messages.NO_MODEL, ok=False)
+        from core.tts.tool import asks_for_voice
+
+        session.effects.voice_asked = self.voice is not None and asks_for_voice(text)
         async with self._threads.hold(session.conversation):
             reply = await self.agent.answer(session, text, progress)
         if session.effects.speak and self.voice is not None:

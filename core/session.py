@@ -28,9 +28,12 @@ class RequestCounters:
 @dataclass(slots=True)
 class RequestEffects:
     """What a tool asked core to do with this request's reply once the agent has answered
-    (the `speak` tool: attach audio of the answer). Tools set it; only core acts on it."""
+    (the `speak` tool: attach audio of the answer). Tools set it; only core acts on it.
+    `voice_asked` is core's note that the message reads like a request for audio, so the
+    `speak` tool is offered (its schema would cost prompt tokens on every call otherwise)."""
 
     speak: bool = False
+    voice_asked: bool = False
 
 
 @dataclass(frozen=True, slots=True)

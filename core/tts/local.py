@@ -49,6 +49,7 @@ class LocalEngine:
     _idle: asyncio.Queue[_Worker] | None = field(default=None, init=False, repr=False)
     _all: list[_Worker] = field(default_factory=list, init=False, repr=False)
     _missing: str | None = field(default=None, init=False, repr=False)
+    _starting: asyncio.Lock | None = field(default=None, init=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -62,20 +63,25 @@ class LocalEngine:
         return [w.pid for w in self._all if w.process.returncode is None]
 
     async def start(self) -> None:
-        """Start all workers now (otherwise the first request does): they load in parallel."""
-        if self._idle is not None:
-            return
-        self._idle = asyncio.Queue()
-        started = await asyncio.gather(
-            *(self._spawn() for _ in range(self.workers)), return_exceptions=True
-        )
-        for w in started:
-            if isinstance(w, _Worker):
-                self._idle.put_nowait(w)
-        failures = [e for e in started if isinstance(e, BaseException)]
-        if len(failures) == len(started):
-            self._idle = None
-            raise failures[0]
+        """Start all workers now (otherwise the first request does): they load in parallel.
+        Concurrent first requests wait for the same start-up, and all see its failure."""
+        if self._starting is None:
+            self._starting = asyncio.Lock()
+        async with self._starting:
+            if self._idle is not None:
+                return
+            started = await asyncio.gather(
+                *(self._spawn() for _ in range(self.workers)), return_exceptions=True
+            )
+            workers = [w for w in started if isinstance(w, _Worker)]
+            if not workers:
+                failure = started[0]
+                assert isinstance(failure, BaseException)
+                raise failure
+            idle: asyncio.Queue[_Worker] = asyncio.Queue()
+            for w in workers:
+                idle.put_nowait(w)
+            self._idle = idle
 
     async def synthesize(self, text: str) -> Segment:
         if self._missing is not None:

@@ -6,9 +6,27 @@ model need not write its answer twice, and the audio always matches the text pos
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
+from core.session import ToolSession
 from core.tools.context import ToolContext
 from core.tools.registry import Tool, ToolArgs, tool
 from core.tts import messages
+
+# Words that make a message read like a request for audio ("read it aloud", "send me a voice
+# version", "I'd rather listen"), in the languages Threadline's users most often write.
+_VOICE_WORDS = re.compile(
+    r"\b(aloud|audio|voice|listen|hear|speak|spoken|read (?:it|this|that|me)|tts|podcast"
+    r"|vocal|voix|lire|vorlesen|stimme|anh[oö]ren|voz|ascolta|leggi)\b"
+    r"|🔊|🔉|语音|朗读|読み上げ|音声",
+    re.IGNORECASE,
+)
+
+
+def asks_for_voice(text: str) -> bool:
+    """Whether the `speak` tool is worth offering for this message."""
+    return _VOICE_WORDS.search(text) is not None
 
 
 class SpeakArgs(ToolArgs):
@@ -23,5 +41,9 @@ def speak(ctx: ToolContext, args: SpeakArgs) -> str:
     return messages.SPEAK_TOOL_RESULT
 
 
+async def _voice_asked(session: ToolSession) -> bool:
+    return session.effects.voice_asked
+
+
 def voice_tools() -> list[Tool]:
-    return [speak]
+    return [replace(speak, available=_voice_asked)]

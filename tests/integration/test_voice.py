@@ -98,6 +98,11 @@ async def test_speak_tool_attaches_audio_of_the_final_answer(
     assert fake_llm.speech_requests[-1]["input"] == "Here is the summary: all green."
     offered = {t["function"]["name"] for t in fake_llm.requests[0]["tools"]}
     assert "speak" in offered
+    # A question that does not ask for audio is not offered the tool: its schema would cost
+    # prompt tokens on every call.
+    fake_llm.reply("All green.")
+    await voice_bot.send("what is the status?", thread="t2")
+    assert "speak" not in {t["function"]["name"] for t in fake_llm.requests[-1]["tools"]}
 
 
 async def test_without_the_tts_permission(
@@ -185,10 +190,12 @@ async def test_long_text_without_a_model_reads_the_first_part(
     long = " ".join(f"Sentence {i} of a long note." for i in range(40))
     reply = await bot.send(f"/tts {long}")
     assert reply.ok, reply.text
-    spoken = "".join(r["input"] for r in fake_llm.speech_requests)
-    assert len(spoken) <= 200
-    assert spoken.startswith("Sentence 0 of a long note.")
-    assert spoken.endswith("The rest of this answer is in the text.")
+    # Segments are synthesized in parallel: they reach the server in any order.
+    inputs = [r["input"] for r in fake_llm.speech_requests]
+    assert sum(len(i) for i in inputs) <= 200
+    assert any(i.startswith("Sentence 0 of a long note.") for i in inputs)
+    (last,) = [i for i in inputs if i.endswith("The rest of this answer is in the text.")]
+    assert all(i in long for i in inputs if i != last)
     assert any("first part" in n for n in reply.notices)
 
 
@@ -204,3 +211,13 @@ async def test_unknown_voice_note_reaches_the_user(
 async def test_help_lists_the_voice_commands(voice_bot: BotHarness) -> None:
     text = (await voice_bot.send("/help")).text
     assert "/voice" in text and "/tts TEXT" in text and "--voice" in text
+
+
+async def test_ask_voice_without_a_voice_service_says_so(
+    voice_bot: BotHarness, fake_llm: FakeOpenAI
+) -> None:
+    voice_bot.core.voice = None  # a Core assembled without voice (e.g. by an embedding app)
+    fake_llm.reply("We deploy with Helm.")
+    reply = await voice_bot.send("/ask --voice how do we deploy?")
+    assert reply.ok and reply.text == "We deploy with Helm." and not reply.attachments
+    assert "Voice replies are not set up here, so the answer is text only." in reply.notices

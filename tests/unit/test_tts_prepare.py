@@ -61,3 +61,20 @@ def test_small_tables_are_read_by_row_and_big_ones_announced() -> None:
 
 def test_cjk_and_accents_pass_through() -> None:
     assert prepare("今日は**晴れ**です。Café naïve.").text == "今日は晴れです。Café naïve."
+
+
+def test_which_messages_read_like_a_request_for_audio() -> None:
+    from core.tts.tool import asks_for_voice
+
+    for text in (
+        "read it aloud please",
+        "send me a voice version",
+        "can I listen to this?",
+        "Lis-moi ça à voix haute",
+        "bitte vorlesen",
+        "请用语音回答",
+        "🔊",
+    ):
+        assert asks_for_voice(text), text
+    for text in ("what is the status?", "where is the speaker config?", "这个概念是什么"):
+        assert not asks_for_voice(text), text
