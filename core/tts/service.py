@@ -97,13 +97,14 @@ class VoiceService:
         if not spoken.strip():
             raise Refusal(messages.NOTHING_TO_READ)
         notes: list[str] = []
-        if len(spoken) > self.config.max_chars:
-            spoken, note = await self._shorten(session, spoken)
-            notes.append(note)
         fmt = self._format(session.identity.platform)
-        reservation = await self._reserve(session, len(spoken))
+        # Reserved before any summary is paid for: a spent voice budget must not cost tokens.
+        reservation = await self._reserve(session, min(len(spoken), self.config.max_chars))
         encoder = StreamingEncoder(fmt)
         try:
+            if len(spoken) > self.config.max_chars:
+                spoken, note = await self._shorten(session, spoken)
+                notes.append(note)
             speech = await synthesize(self.engine, spoken, self.config.retry, encoder.add)
             data, audio = await encoder.finish()
             shape = await asyncio.to_thread(waveform, audio)

@@ -221,3 +221,25 @@ async def test_ask_voice_without_a_voice_service_says_so(
     reply = await voice_bot.send("/ask --voice how do we deploy?")
     assert reply.ok and reply.text == "We deploy with Helm." and not reply.attachments
     assert "Voice replies are not set up here, so the answer is text only." in reply.notices
+
+
+async def test_a_spent_voice_budget_costs_no_summary(
+    make_bot: Callable[..., BotHarness], fake_llm: FakeOpenAI, write_policy: Callable[[str], Path]
+) -> None:
+    policy = POLICY_ALL.replace(
+        "tts_chars_per_user_per_day = 1000", "tts_chars_per_user_per_day = 100"
+    )
+    bot = make_bot(
+        llm_base_url=fake_llm.url,
+        llm_model="fake-model",
+        tts_base_url=fake_llm.url,
+        tts_max_chars=400,
+        policy_file=write_policy(policy),
+    )
+    long = " ".join(f"Point {i} matters for the rollout." for i in range(40))
+    fake_llm.reply(long)
+    reply = await bot.send("/ask --voice what matters?")
+    assert reply.ok and reply.text == long and not reply.attachments
+    assert any("your daily voice (TTS) budget" in n for n in reply.notices)
+    assert len(fake_llm.requests) == 1  # the answer only: no summary was paid for
+    assert fake_llm.speech_requests == []
