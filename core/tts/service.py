@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -69,7 +70,7 @@ class VoiceService:
     async def speak(self, session: ToolSession, text: str, *, title: str) -> Reply:
         """The audio of `text` as a reply of its own (`/tts`, `/voice`). Raises `Refusal`."""
         audio, notes = await self.audio(session, text, title=title)
-        minutes, seconds = divmod(round(audio.duration_secs or 0), 60)
+        minutes, seconds = divmod(math.ceil(audio.duration_secs or 0), 60)  # never "0:00"
         heading = f"Read aloud ({minutes}:{seconds:02d}): {_title(title)}"
         return Reply(heading, attachments=(audio,), notices=notes)
 

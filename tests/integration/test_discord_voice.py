@@ -130,3 +130,19 @@ async def test_a_speaker_reaction_on_an_answer_reads_it_aloud_in_its_thread(
     await bot.adapter.idle()
     assert len(fake.messages_in(thread)) == 3
     assert fake.unhandled == []
+
+
+async def test_voice_in_a_thread_reads_the_last_answer_there(
+    start_bot: StartBot, fake_discord: FakeDiscord, fake_llm: FakeOpenAI
+) -> None:
+    fake = fake_discord
+    bot = await start_bot(tts_base_url=fake_llm.url)
+    fake_llm.reply("The cache is flushed every ten minutes.")
+    thread = await ask_in_channel(fake, "how often is the cache flushed?")
+    await fake.post_message(fake.alice, thread, "/voice")  # a follow-up: no mention needed
+    await fake.wait_for(lambda: len(fake.messages_in(thread)) == 3)
+    await bot.adapter.idle()
+    heading, voice = fake.messages_in(thread)[1:]
+    assert heading.content == "Read aloud (0:01): how often is the cache flushed?"
+    assert voice.flags & IS_VOICE_MESSAGE
+    assert fake_llm.speech_requests[-1]["input"] == "The cache is flushed every ten minutes."
