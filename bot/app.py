@@ -193,6 +193,7 @@ def build_speech_engine(settings: Settings) -> SpeechEngine:
         workers=settings.tts_workers,
         segment_bytes=settings.tts_segment_bytes,
         timeout=settings.tts_timeout,
+        idle_timeout=settings.tts_worker_idle,
     )
 
 

@@ -330,6 +330,7 @@ class Settings(BaseSettings):
     tts_segment_bytes: int = Field(600, ge=64, le=4_096)  # UTF-8 bytes per local segment
     tts_workers: int = Field(2, ge=1, le=16)  # local worker processes (parallel segments)
     tts_timeout: float = Field(60.0, gt=0, le=600)  # seconds per segment
+    tts_worker_idle: float = Field(600.0, ge=0)  # stop local workers unused this long (0: never)
     tts_base_url: str | None = None
     tts_api_key: SecretStr | None = None
     tts_model: str = "gpt-4o-mini-tts"

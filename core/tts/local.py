@@ -1,7 +1,8 @@
 """Local engines (Piper, eSpeak NG) through a pool of worker processes (`core.tts.worker`).
 
 Threadline's own process never imports the GPL engines; it only reads PCM from the workers.
-The pool starts on first use, one worker per parallel segment, each with its voice loaded once.
+The pool starts on first use, one worker per parallel segment, each with its voice loaded once,
+and stops again after `idle_timeout` seconds without a request (a Piper worker holds ~400 MB).
 A worker that crashes or hangs past the timeout is killed and replaced on the next request, and
 its segment fails as retryable, so the synthesizer's retry runs it on a fresh worker.
 """
@@ -14,6 +15,7 @@ import json
 import logging
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,11 +47,15 @@ class LocalEngine:
     workers: int = 2
     segment_bytes: int = 600
     timeout: float = 60.0  # seconds per segment
+    idle_timeout: float = 600.0  # stop the workers after this long unused (0: never)
     python: str = sys.executable
     _idle: asyncio.Queue[_Worker] | None = field(default=None, init=False, repr=False)
     _all: list[_Worker] = field(default_factory=list, init=False, repr=False)
     _missing: str | None = field(default=None, init=False, repr=False)
     _starting: asyncio.Lock | None = field(default=None, init=False, repr=False)
+    _busy: int = field(default=0, init=False, repr=False)
+    _last_used: float = field(default=0.0, init=False, repr=False)
+    _reaper: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -82,18 +88,43 @@ class LocalEngine:
             for w in workers:
                 idle.put_nowait(w)
             self._idle = idle
+            self._last_used = time.monotonic()
+            if self.idle_timeout > 0 and (self._reaper is None or self._reaper.done()):
+                self._reaper = asyncio.create_task(self._stop_when_idle())
+
+    async def _stop_when_idle(self) -> None:
+        """Stop the workers once no request has used them for `idle_timeout` seconds; the
+        next request starts them again."""
+        while self._idle is not None:
+            unused = time.monotonic() - self._last_used
+            if self._busy == 0 and unused >= self.idle_timeout:
+                # Nothing is in flight, so no request holds a worker or waits for one.
+                workers, self._all, self._idle = self._all, [], None
+                log.info("%s: %d idle workers stopped", self.engine, len(workers))
+                await asyncio.gather(*(_stop(w) for w in workers))
+                return
+            await asyncio.sleep(max(0.05, self.idle_timeout - unused if not self._busy else 1.0))
 
     async def synthesize(self, text: str) -> Segment:
+        self._busy += 1
+        try:
+            return await self._synthesize(text)
+        finally:
+            self._busy -= 1
+            self._last_used = time.monotonic()
+
+    async def _synthesize(self, text: str) -> Segment:
         if self._missing is not None:
             raise EngineUnavailable(self._missing)
         await self.start()
-        assert self._idle is not None
-        worker = await self._idle.get()
+        idle = self._idle
+        assert idle is not None
+        worker = await idle.get()
         try:
             if worker.process.returncode is not None:
                 worker = await self._replace(worker)
         except BaseException:
-            self._idle.put_nowait(worker)  # dead: the next request tries to replace it again
+            idle.put_nowait(worker)  # dead: the next request tries to replace it again
             raise
         try:
             audio = await asyncio.wait_for(self._ask(worker, text), self.timeout)
@@ -106,7 +137,7 @@ class LocalEngine:
                 await _kill(worker)  # cancelled mid-answer: its output is out of step now
             raise
         finally:
-            self._idle.put_nowait(worker)
+            idle.put_nowait(worker)
         return Segment(audio, (worker.note,) if worker.note else ())
 
     async def _ask(self, worker: _Worker, text: str) -> Audio:
@@ -158,6 +189,10 @@ class LocalEngine:
 
     async def aclose(self) -> None:
         workers, self._all, self._idle = self._all, [], None
+        if self._reaper is not None:
+            self._reaper.cancel()
+            await asyncio.gather(self._reaper, return_exceptions=True)
+            self._reaper = None
         await asyncio.gather(*(_stop(w) for w in workers))
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import logging
 import subprocess
@@ -152,3 +153,22 @@ async def test_without_the_voice_extra_the_user_is_told_how_to_install_it(
     assert "Voice replies are not available here" in reply.text
     assert "pip install 'threadline[voice]'" in reply.text
     assert "0 of 1,000 characters" in (await bot.send("/budget")).text
+
+
+@needs_voice
+async def test_idle_workers_stop_and_start_again_when_needed() -> None:
+    engine = LocalEngine("espeak", "en-us", workers=2, idle_timeout=0.3)
+    try:
+        await synthesize(engine, "Hello there.", FAST)
+        first = engine.pids()
+        assert len(first) == 2
+        for _ in range(100):
+            if not engine.pids():
+                break
+            await asyncio.sleep(0.05)
+        assert engine.pids() == []
+        speech = await synthesize(engine, "Hello again.", FAST)
+        assert speech.audio.duration > 0.3
+        assert len(engine.pids()) == 2 and set(engine.pids()).isdisjoint(first)
+    finally:
+        await engine.aclose()
