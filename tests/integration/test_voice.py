@@ -132,8 +132,13 @@ async def test_the_daily_tts_quota_is_charged_and_refuses_clearly(
     voice_bot: BotHarness, fake_llm: FakeOpenAI
 ) -> None:
     text = "A sentence of about fifty characters, give or take."  # 51 characters
+    notices = []
     for _ in range(19):
-        assert (await voice_bot.send(f"/tts {text}")).ok
+        reply = await voice_bot.send(f"/tts {text}")
+        assert reply.ok
+        notices.extend(reply.notices)
+    # One heads-up when 80% is crossed (the 16th: 816 of 1,000), not one per request after it.
+    assert notices == ["Heads-up: 81% of your daily voice (TTS) budget is used (816 of 1,000)."]
     budget = await voice_bot.send("/budget")
     assert "969 of 1,000 characters" in budget.text
     refused = await voice_bot.send(f"/tts {text}")
