@@ -171,7 +171,9 @@ def test_the_manifest_declares_what_the_adapter_handles() -> None:
 
     text = (Path(adapters.slack.__file__).parent / "manifest.yaml").read_text()
     events = ["app_mention", "message.channels", "message.groups", "message.im", "message.mpim"]
+    events.append("reaction_added")  # :speaker: reads a message aloud
     scopes = ["app_mentions:read", "chat:write", "commands", "reactions:write", "files:write"]
+    scopes.append("reactions:read")
     for name in events + scopes + ["channels:history", "im:history"]:
         assert re.search(rf"^\s+- {re.escape(name)}\b", text, re.MULTILINE), name
     assert "command: /threadline" in text
