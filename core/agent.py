@@ -161,9 +161,13 @@ class Agent:
         try:
             async with limit:
                 history = await self._history.load(session.conversation)
-                memory = await self._recall(session, text)
-                code = await self._map(session, text, history)
-                await self._prepare_skills(session, text, turn, skills)
+                # Independent parts of the prompt, prepared together: the skills ranking's
+                # query embedding runs while memory and the repo map read the database.
+                memory, code, _ = await asyncio.gather(
+                    self._recall(session, text),
+                    self._map(session, text, history),
+                    self._prepare_skills(session, text, turn, skills),
+                )
                 reply = await self._loop(session, history, turn, memory, progress, code)
         except TimeoutError:
             if not limit.expired():

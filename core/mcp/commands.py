@@ -78,7 +78,8 @@ def _overview(manager: McpManager, ctx: CommandContext) -> str:
 
 def _status(state: ServerState, now: datetime) -> str:
     if state.status == "ready":
-        return f"ready, {len(state.tools)} tool(s)"
+        more = f", {len(state.resources)} resource(s)" if state.resources else ""
+        return f"ready, {len(state.tools)} tool(s){more}"
     if state.status == "connecting":
         return "connecting"
     retry = ""

@@ -148,3 +148,42 @@ async def test_lookup_ambiguous_unknown_and_the_neighbourhood(db: Database, tmp_
         ("Job.run", 1),
         ("Nightly.run", 2),
     ]
+
+
+async def test_a_new_subclass_and_a_second_edit_re_resolve_the_files_that_depend_on_them(
+    db: Database, tmp_path: Path
+) -> None:
+    from core.code.graph.store import update_graph
+
+    root = tmp_path / "jobs"
+    root.mkdir()
+    files = {
+        "base.py": "class Job:\n    def run(self):\n        self.step()\n",
+        "util.py": "def helper():\n    pass\n",
+        "app.py": "from util import helper\n\ndef main():\n    helper()\n",
+    }
+    for rel, text in files.items():
+        (root / rel).write_text(text)
+    async with db.session() as s:
+        repo = Repo(name="jobs", root=str(root), origin=str(root))
+        s.add(repo)
+    assert repo.id is not None
+    await update_graph(db, repo.id, root, list(files), [], list(files))
+    assert ("base.py:Job.run", "copy.py:Copy.step") not in await call_pairs(db, repo)
+
+    # A subclass that defines what the base calls on self: the base's file is resolved
+    # again although nothing it imports changed.
+    (root / "copy.py").write_text(
+        "from base import Job\n\nclass Copy(Job):\n    def step(self):\n        pass\n"
+    )
+    current = [*files, "copy.py"]
+    await update_graph(db, repo.id, root, ["copy.py"], [], current)
+    assert ("base.py:Job.run", "copy.py:Copy.step") in await call_pairs(db, repo)
+
+    # util.py's facts from the first update are reused from memory: renaming helper there
+    # must still reach app.py, which imports it.
+    (root / "util.py").write_text("def helper2():\n    pass\n\nhelper = helper2\n")
+    await update_graph(db, repo.id, root, ["util.py"], [], current)
+    (root / "util.py").write_text("def helper3():\n    pass\n\nhelper = helper3\n")
+    await update_graph(db, repo.id, root, ["util.py"], [], current)
+    assert ("app.py:main", "util.py:helper3") in await call_pairs(db, repo)

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from core.request import ToolCallRecord
 from tests.conftest import POLICY_ALL, BotHarness
 from tests.fakes.openai_server import FakeOpenAI
@@ -90,3 +92,35 @@ async def test_mcp_command_lists_servers_state_and_permitted_tools(
     assert "every tool definition is as approved" in diff.text
     nothing = await bot.send("/mcp approve t", channel="ops", roles=["admin"])
     assert "no changed tool definitions" in nothing.text
+
+
+async def test_a_definition_changed_between_runs_waits_for_an_admin(
+    make_bot: MakeBot, write_policy: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = {
+        "command": sys.executable,
+        "args": [str(SERVER)],
+        "env": ["MCP_TEST_VARIANT"],  # passed through from Threadline's environment
+        "timeout": 10,
+    }
+    first = make_bot(policy_file=write_policy(POLICY), mcp={"t": config})
+    first.app.mcp.start()
+    async with asyncio.timeout(30):
+        await first.app.mcp.wait_ready("t")
+    await first.app.mcp.aclose()
+
+    # The next run: the same database, the server now describes `lookup` differently.
+    monkeypatch.setenv("MCP_TEST_VARIANT", "changed")
+    bot = make_bot(policy_file=write_policy(POLICY), mcp={"t": config})
+    bot.app.mcp.start()
+    async with asyncio.timeout(30):
+        await bot.app.mcp.wait_ready("t")
+    listing = await bot.send("/mcp", channel="ops")
+    assert "`t.lookup` (disabled: definition changed, awaiting `/mcp approve`)" in listing.text
+    diff = await bot.send("/mcp diff t", channel="ops", roles=["admin"])
+    assert "**lookup**" in diff.text and "IGNORE ALL PREVIOUS INSTRUCTIONS" in diff.text
+    assert "/mcp approve t" in diff.text
+    approved = await bot.send("/mcp approve t", channel="ops", roles=["admin"])
+    assert "`t.lookup`" in approved.text and "can be used again" in approved.text
+    listing = await bot.send("/mcp", channel="ops")
+    assert "disabled" not in listing.text

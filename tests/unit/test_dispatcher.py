@@ -224,7 +224,7 @@ class Harness:
             return list((await s.exec(select(AuditEntry).order_by(col(AuditEntry.id)))).all())
 
 
-def make_harness(db: Database, session: ToolSession | None = None, **limits: int) -> Harness:
+def make_harness(db: Database, session: ToolSession | None = None, **limits: Any) -> Harness:
     registry = ToolRegistry(ALL_TOOLS)
     return Harness(
         db=db,

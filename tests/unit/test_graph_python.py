@@ -340,3 +340,48 @@ def test_a_loop_over_an_instance_calls_its_iter_and_next_and_gets_what_next_retu
     }
     # Loops over lists or unknown values add nothing, not even an unresolved name.
     assert {t for s, t in found if s == "it.py:plain"} == {"?print"}
+
+
+def test_a_static_methods_first_parameter_takes_what_callers_pass() -> None:
+    found = calls(
+        {
+            "m.py": "class Hooks:\n"
+            "    @staticmethod\n"
+            "    def fire(callback):\n"
+            "        callback()\n\n"
+            "def ping():\n    pass\n\n"
+            "def pong():\n    pass\n\n"
+            "Hooks.fire(ping)\n"
+            "Hooks().fire(pong)\n",
+        }
+    )
+    assert {t for s, t in found if s == "m.py:Hooks.fire"} == {"m.py:ping", "m.py:pong"}
+
+
+def test_functions_that_builtins_call_are_callees_of_the_caller() -> None:
+    found = calls(
+        {
+            "m.py": "def double(x):\n    return x * 2\n\n"
+            "def size(x):\n    return len(x)\n\n"
+            "def keep(x):\n    return x\n\n"
+            "def maker(x):\n"
+            "    def made():\n        pass\n"
+            "    return made\n\n"
+            "def main(items):\n"
+            "    list(map(double, items))\n"
+            "    sorted(items, key=size)\n"
+            "    filter(keep, items)\n"
+            "    for f in map(maker, items):\n"
+            "        f()\n",
+            "shadow.py": "def map(f, xs):\n    pass\n\ndef g():\n    pass\n\nmap(g, [1])\n",
+        }
+    )
+    assert {t for s, t in found if s == "m.py:main" and not t.startswith("?")} == {
+        "m.py:double",
+        "m.py:size",
+        "m.py:keep",
+        "m.py:maker",
+        "m.py:maker.made",  # what map's function returned, called by the loop
+    }
+    # A map of the repository's own is just a function: g is not called.
+    assert ("shadow.py:<module>", "shadow.py:g") not in found

@@ -118,3 +118,36 @@ def test_malformed_mcp_permissions_are_refused(permission: str, expected: str) -
         Policy.from_dict({"rules": [{"grant": [permission]}]})
     assert expected in str(info.value)
     assert "mcp:SERVER" in str(info.value)
+
+
+def test_unusable_tool_definitions_are_skipped_with_a_reason() -> None:
+    from core.mcp.manager import _unusable
+
+    def definition(name: str = "ok", schema: object = None) -> dict[str, object]:
+        return {"name": name, "inputSchema": schema if schema is not None else {"type": "object"}}
+
+    assert _unusable("s", definition()) is None
+    assert "characters" in (_unusable("s", definition("a.b")) or "")
+    assert "too long" in (_unusable("s", definition("x" * 62)) or "")
+    assert "not an object" in (_unusable("s", definition(schema={"type": "string"})) or "")
+    invalid = {"type": "object", "properties": {"a": {"type": 5}}}
+    assert "not a valid" in (_unusable("s", definition(schema=invalid)) or "")
+    remote = {"type": "object", "properties": {"a": {"$ref": "http://127.0.0.1:1/x.json"}}}
+    assert "outside itself" in (_unusable("s", definition(schema=remote)) or "")
+    local = {
+        "type": "object",
+        "$defs": {"a": {"type": "string"}},
+        "properties": {"a": {"$ref": "#/$defs/a"}},
+    }
+    assert _unusable("s", definition(schema=local)) is None
+
+
+def test_a_diff_of_a_huge_description_is_capped() -> None:
+    from core.mcp.pins import PendingChange
+
+    old = {"name": "t", "description": "short", "inputSchema": {"type": "object"}}
+    new = {**old, "description": "\n".join(f"line {i} " + "x" * 500 for i in range(5000))}
+    text = PendingChange("t", old, new, None).describe()
+    assert len(text) < 10_000
+    assert "more diff lines" in text
+    assert "inputSchema" not in text  # unchanged fields are not shown

@@ -13,6 +13,7 @@ variable those of its assignments. What is left symbolic (imports, other files) 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from core.code.graph.gcpause import gc_paused
 from core.code.graph.model import (
     FLOW,
-    ITERATION,
+    IMPLICIT,
     MODULE,
     SCOPED,
     ClassFacts,
@@ -82,6 +83,36 @@ V = tuple[Any, ...]  # a value while extracting (a tuple: hashable); stored as l
 _NOTHING: frozenset[V] = frozenset()
 
 
+# Builtins that call a function they are given: its position, or the keyword naming it.
+_CALLS_ARGUMENT: dict[str, int | str] = {
+    "map": 0,
+    "filter": 0,
+    "sorted": "key",
+    "min": "key",
+    "max": "key",
+}
+
+
+def _called_argument(builtin: str, args: Node) -> Node | None:
+    """The argument node a builtin of `_CALLS_ARGUMENT` calls, if the call passes it."""
+    which = _CALLS_ARGUMENT.get(builtin)
+    if which is None:
+        return None
+    position = 0
+    for arg in args.named_children:
+        if arg.type == "keyword_argument":
+            name = arg.child_by_field_name("name")
+            if isinstance(which, str) and name is not None and name.text == which.encode():
+                return arg.child_by_field_name("value")
+        elif arg.type in ("list_splat", "dictionary_splat"):
+            return None
+        else:
+            if position == which:
+                return arg
+            position += 1
+    return None
+
+
 def module_name(path: str) -> tuple[str, bool]:
     """("pkg.mod", False) for pkg/mod.py; ("pkg", True) for pkg/__init__.py."""
     pure = PurePosixPath(path)
@@ -139,6 +170,7 @@ class _Site:
     decorates: str | None = None  # a decorator site: the decorated definition (its argument)
     layer: int = 0  # how many decorators of that definition are applied before this one
     implicit: str | None = None  # `for x in it`: "__iter__" or "__next__", called on `it`
+    by: str | None = None  # the builtin that calls the callee (`map(f, xs)` calls f)
 
 
 def _text(node: Node | None) -> str:
@@ -190,11 +222,13 @@ class PythonExtractor:
         # `_stable`/`_stable_names` for the whole file (values that did neither are the same
         # in every round, and most values are such). `_tainted` says whether the evaluation
         # under way has read a round-only value.
-        self._memo: dict[tuple[int, int], frozenset[V]] = {}
-        self._names: dict[tuple[int, str], frozenset[V]] = {}
-        self._stable: dict[tuple[int, int], frozenset[V]] = {}
-        self._stable_names: dict[tuple[int, str], frozenset[V]] = {}
+        self._memo: dict[tuple[int, _Scope], frozenset[V]] = {}
+        self._names: dict[tuple[_Scope, str], frozenset[V]] = {}
+        self._stable: dict[tuple[int, _Scope], frozenset[V]] = {}
+        self._stable_names: dict[tuple[_Scope, str], frozenset[V]] = {}
         self._tainted = False
+        # The arguments the last flow round found, as `_flow` compares them (none at first).
+        self._reached: dict[tuple[str, str], Counter[tuple[Any, ...]]] = {}
         self._function_scopes: dict[str, _Scope] = {}
         self._last_symbol: str | None = None
         self._texts: dict[int, str] = {}
@@ -266,6 +300,10 @@ class PythonExtractor:
 
     def _visit(self, node: Node, scope: _Scope) -> None:
         kind = node.type
+        if kind == "call":  # the most frequent kind here, first
+            self._call(node, scope)
+            self._visit_block(node, scope)
+            return
         if kind not in _VISITED:  # most nodes: only their children bind or call
             self._visit_block(node, scope)
             return
@@ -345,14 +383,23 @@ class PythonExtractor:
                 self.returns.setdefault(scope.symbol, []).append(
                     _Binding("yield", node=value, scope=scope, key=spread)
                 )
-        elif kind == "call":
-            function = node.child_by_field_name("function")
-            if function is not None and not (
-                function.type == "identifier" and self._t(function) == "super"
-            ):
-                args = node.child_by_field_name("arguments")
-                self.sites.append(_Site(function, scope, node.start_point.row + 1, args))
         self._visit_block(node, scope)
+
+    def _call(self, node: Node, scope: _Scope) -> None:
+        function = node.child_by_field_name("function")
+        if function is None:
+            return
+        is_name = function.type == "identifier"
+        if is_name and self._t(function) == "super":
+            return
+        args = node.child_by_field_name("arguments")
+        line = node.start_point.row + 1
+        self.sites.append(_Site(function, scope, line, args))
+        if is_name and args is not None:
+            builtin = self._t(function)
+            called = _called_argument(builtin, args)
+            if called is not None:  # `map(f, xs)` calls f (if map is the builtin)
+                self.sites.append(_Site(called, scope, line, None, by=builtin))
 
     def _class(self, node: Node, scope: _Scope) -> None:
         name = self._t(node.child_by_field_name("name")) or "<anonymous>"
@@ -408,8 +455,12 @@ class PythonExtractor:
             return
         bindings = scope.bindings.get(first, [])
         if decorator == "staticmethod":
+            # Its first parameter is an ordinary one: it takes what callers pass.
             function.bound = False
-            scope.bindings[first] = [b for b in bindings if b.kind != "v"]
+            scope.bindings[first] = [
+                *(b for b in bindings if b.kind != "v"),
+                _Binding("p", key=(symbol, first)),
+            ]
         else:
             scope.bindings[first] = [
                 _Binding("v", value=("d", owner)) if b.kind == "v" else b for b in bindings
@@ -668,13 +719,25 @@ class PythonExtractor:
                                 _Binding("e", node=arg, scope=site.scope)
                             )
                         position += 1
+        # What reaches the parameters is what this round read from them: a fixed point, so the
+        # round's evaluations hold for the facts too, and another round would change nothing.
+        reached = {
+            key: Counter(
+                (b.kind, None if b.node is None else b.node.id, id(b.scope), b.value)
+                for b in bindings
+            )
+            for key, bindings in arguments.items()
+        }
         self.arguments = arguments
+        if reached == self._reached:
+            return False
+        self._reached = reached
         self._memo.clear()
         self._names.clear()
         # Another round matters only when a parameter may receive a function or a container
         # (whose own calls may then reach further parameters).
         return any(
-            argument.kind == "v"
+            argument.kind in ("v", "raw")
             or (argument.node is not None and argument.node.type in _FUNCTIONISH)
             for bindings in arguments.values()
             for argument in bindings
@@ -720,7 +783,7 @@ class PythonExtractor:
                     yield from self._local_function(returned, depth + 1)
 
     def eval(self, node: Node, scope: _Scope, depth: int = 0) -> frozenset[V]:
-        key = (node.id, id(scope))
+        key = (node.id, scope)
         cached = self._stable.get(key)
         if cached is not None:
             return cached
@@ -771,6 +834,20 @@ class PythonExtractor:
                 and isinstance(name := _literal(args.named_children[1]), str)
             ):
                 return [("a", v, name) for v in self.eval(args.named_children[0], scope, depth)]
+            if (
+                function.type == "identifier"
+                and args is not None
+                and self._t(function) in ("map", "filter")
+                and self._builtin(self._t(function), scope)
+            ):
+                # map(f, xs): what f returns, filter(f, xs): items of xs, as a container.
+                given = [a for a in args.named_children if a.type != "keyword_argument"]
+                results: list[V] = []
+                if self._t(function) == "map" and given:
+                    results = [("c", v) for v in self.eval(given[0], scope, depth)]
+                elif len(given) > 1:
+                    results = self._select(self.eval(given[1], scope, depth), None)
+                return [("L", tuple((None, v) for v in results))] if results else ()
             return [("c", v) for v in self.eval(function, scope, depth)]
         if kind == "subscript":
             container = node.child_by_field_name("value")
@@ -882,7 +959,7 @@ class PythonExtractor:
         holder = self._lookup_scope(name, scope)
         if name not in holder.bindings:
             return frozenset({("n", name)})
-        key = (id(holder), name)
+        key = (holder, name)
         cached = self._stable_names.get(key)
         if cached is not None:
             return cached
@@ -1056,6 +1133,10 @@ class PythonExtractor:
             return [v for c in node.named_children for v in self._annotation(c, scope, depth)]
         return []
 
+    def _builtin(self, name: str, scope: _Scope) -> bool:
+        """Whether `name` is unbound here (the builtin, unless a star import shadows it)."""
+        return name not in self._lookup_scope(name, scope).bindings
+
     def _iterated(self, site: _Site) -> list[V]:
         """What a loop's implicit call may call: `it.__iter__`, or `__next__` on its result
         (containers written out iterate as builtins: nothing of this repository)."""
@@ -1095,9 +1176,17 @@ class PythonExtractor:
             if site.implicit is not None:
                 iterated = self._iterated(site)
                 if iterated:  # the resolver keeps only what lands in the repository
-                    name = f"{ITERATION}.{site.implicit}"
+                    name = f"{IMPLICIT}.{site.implicit}"
                     refs.append(
                         reference("calls", site.scope.symbol, site.line, iterated, name, FLOW)
+                    )
+                continue
+            if site.by is not None:
+                if self._builtin(site.by, site.scope):
+                    values = self.eval(site.callee, site.scope)
+                    name = f"{IMPLICIT}.{site.by}"
+                    refs.append(
+                        reference("calls", site.scope.symbol, site.line, values, name, FLOW)
                     )
                 continue
             values = self.eval(site.callee, site.scope)

@@ -25,9 +25,10 @@ RefKind = Literal["calls", "inherits", "implements", "imports"]
 DefKind = Literal["module", "class", "function", "method"]
 
 MODULE = "<module>"  # the symbol of a file's top-level code
-# The name of a loop's implicit calls (`<for>.__iter__`, `<for>.__next__`): never source text,
-# so the resolver knows to keep them only when they land on a definition of the repository.
-ITERATION = "<for>"
+# The name of calls nobody writes (a loop's `<implicit>.__iter__` and `.__next__`, the function
+# a builtin calls, `<implicit>.map`): never source text, so the resolver knows to keep them only
+# when they land on a definition of the repository.
+IMPLICIT = "<implicit>"
 
 Value = list[Any] | tuple[Any, ...]  # see the module docstring (tuples while extracting)
 

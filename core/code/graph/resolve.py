@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from core.code.graph.gcpause import gc_paused
 from core.code.graph.model import (
     FALLBACK,
-    ITERATION,
+    IMPLICIT,
     MODULE,
     Definition,
     Edge,
@@ -385,7 +385,7 @@ class Resolver:
                 picked = [entity] if entity[0] == "X" or self._kind(entity) == "class" else []
             for target in picked:
                 targets[target] = targets.get(target, True) and low
-        implicit = ref.name.startswith(ITERATION + ".")
+        implicit = ref.name.startswith(IMPLICIT + ".")
         edges: list[Edge] = []
         for target, low in targets.items():
             if implicit and target[0] == "X":  # a loop over a list, a dependency's object

@@ -46,21 +46,26 @@ class GraphUpdate:
     edges: int = 0  # edges written
 
 
+def _walk_keys(value: Any, keys: set[str]) -> None:
+    """Add the dotted names (`m:` each package up) and unbound globals (`n:`) in a value."""
+    if not isinstance(value, list | tuple) or not value:
+        return
+    if value[0] == "m" and isinstance(value[1], str):
+        parts = value[1].split(".")
+        keys.update("m:" + ".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    elif value[0] == "n" and isinstance(value[1], str):
+        keys.add("n:" + value[1])
+    for item in value[1:]:
+        _walk_keys(item, keys)
+
+
 def _keys(facts: FileFacts) -> set[str]:
     """What a file's resolution may depend on: dotted names it imports (and each package
     above them) and global names bound nowhere in it."""
     keys: set[str] = set()
 
     def walk(value: Any) -> None:
-        if not isinstance(value, list) or not value:
-            return
-        if value[0] == "m" and isinstance(value[1], str):
-            parts = value[1].split(".")
-            keys.update("m:" + ".".join(parts[:i]) for i in range(1, len(parts) + 1))
-        elif value[0] == "n" and isinstance(value[1], str):
-            keys.add("n:" + value[1])
-        for item in value[1:]:
-            walk(item)
+        _walk_keys(value, keys)
 
     for ref in facts.references:
         for target in ref.targets:
@@ -111,14 +116,29 @@ def _affected(
     if not changed and not gone:
         return affected
     provided: set[str] = set()
+    bases: set[str] = set()
     for path in changed | gone:
         for facts in (files.get(path), old.get(path)):
             if facts is not None:
                 provided |= _provides(facts)
+                bases |= _base_keys(facts)
     for path, facts in files.items():
-        if path not in affected and _keys(facts) & provided:
+        if path in affected:
+            continue
+        # Files that use a changed one, and files holding its classes' bases: `self.attr`
+        # that a base lacks resolves to what its subclasses define (see `Resolver`).
+        if _keys(facts) & provided or _provides(facts) & bases:
             affected.add(path)
     return affected
+
+
+def _base_keys(facts: FileFacts) -> set[str]:
+    """The modules a file's classes take their bases from (as `_keys` names them)."""
+    keys: set[str] = set()
+    for cls in facts.classes.values():
+        for value in cls.bases:
+            _walk_keys(value, keys)
+    return keys
 
 
 def _decode(rows: Iterable[tuple[str, str]]) -> dict[str, FileFacts]:
