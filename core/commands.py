@@ -8,7 +8,7 @@ in one `CommandRegistry`; later features add theirs the same way.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
@@ -56,6 +56,8 @@ class CommandContext:
     # Short status lines for the thread while a long command runs (None: nobody listens).
     progress: Callable[[str], Awaitable[None]] | None = None
     model: str | None = None  # the model answering in this conversation, for people to read
+    # Attaches audio of a reply's text (`/ask --voice`); None when voice is not set up.
+    speak: Callable[[Reply, str], Awaitable[Reply]] | None = None
 
 
 Handler = Callable[[CommandContext, str], Awaitable[Reply]]
@@ -130,9 +132,19 @@ async def _help(ctx: CommandContext, _args: str) -> Reply:
 
 
 async def _ask(ctx: CommandContext, args: str) -> Reply:
-    if not args:
-        return Reply("Usage: `/ask QUESTION`", ok=False, ephemeral=True)
-    return await ctx.ask(args)
+    head, *rest = args.split(maxsplit=1) or [""]
+    voice = head.lower() == "--voice"
+    question = (rest[0].strip() if rest else "") if voice else args
+    if not question:
+        return Reply("Usage: `/ask [--voice] QUESTION`", ok=False, ephemeral=True)
+    if not voice:
+        return await ctx.ask(question)
+    # Refused before the model runs: no tokens spent on an answer that was asked for as audio.
+    ctx.session.require("tts")
+    reply = await ctx.ask(question)
+    if ctx.speak is None:
+        return replace(reply, notices=(*reply.notices, messages.VOICE_NOT_SET_UP))
+    return await ctx.speak(reply, question)
 
 
 async def _budget(ctx: CommandContext, _args: str) -> Reply:
@@ -164,7 +176,13 @@ def builtin_commands() -> list[Command]:
         Command(
             "help", "/help", "what I can do and the commands you can use", _help, personal=True
         ),
-        Command("ask", "/ask QUESTION", "ask a question (same as mentioning me)", _ask, "ask"),
+        Command(
+            "ask",
+            "/ask [--voice] QUESTION",
+            "ask a question (same as mentioning me); --voice also reads the answer aloud",
+            _ask,
+            "ask",
+        ),
         Command(
             "budget", "/budget", "your token and voice budgets for today", _budget, personal=True
         ),

@@ -57,18 +57,27 @@ class ConversationKey:
 
 @dataclass(frozen=True, slots=True)
 class Attachment:
+    """A file for the thread. Audio also carries what platforms show for a voice message:
+    its length and a loudness outline (`waveform`: up to 256 bytes, 0-255 each)."""
+
     kind: AttachmentKind
     filename: str
     data: bytes
     mime_type: str = "application/octet-stream"
+    title: str | None = None  # shown above the file where the platform has titles (Slack)
+    duration_secs: float | None = None
+    waveform: bytes | None = None
 
     def describe(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "kind": self.kind,
             "filename": self.filename,
             "mime_type": self.mime_type,
             "size": len(self.data),
         }
+        if self.duration_secs is not None:
+            out["duration_secs"] = round(self.duration_secs, 2)
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from core.llm.usage import UsageRecorder
     from core.metrics import Metrics
     from core.quotas import QuotaLedger
+    from core.tts.service import VoiceService
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,7 @@ class Core:
         metrics: Metrics | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         offline_answer: Callable[[ToolSession, str], Awaitable[Reply | None]] | None = None,
+        voice: VoiceService | None = None,
     ) -> None:
         """`agent` answers with the default model (None: none configured); `agents` with the
         models policy rules choose, by provider name. `offline_answer` answers free text when
@@ -70,6 +72,7 @@ class Core:
         if metrics is not None:
             metrics.watch_waiting(self._threads.waiting)
         self._offline_answer = offline_answer
+        self.voice = voice
 
     @property
     def model_configured(self) -> bool:
@@ -138,14 +141,29 @@ class Core:
                 if reply is not None:
                     return reply
             return Reply(messages.NO_MODEL, ok=False)
+        from core.tts.tool import asks_for_voice
+
+        session.effects.voice_asked = self.voice is not None and asks_for_voice(text)
         async with self._threads.hold(session.conversation):
-            return await agent.answer(session, text, progress, skills=skills)
+            reply = await agent.answer(session, text, progress, skills=skills)
+        if session.effects.speak and self.voice is not None:
+            # The model asked (through the `speak` tool) for its answer to be read aloud.
+            reply = await self.voice.attach(session, reply, title=text)
+        return reply
 
     def _command_context(
         self, session: ToolSession, progress: Progress | None = None
     ) -> cmd.CommandContext:
         async def ask(text: str, *, skills: Sequence[str] = ()) -> Reply:
             return await self._ask(session, text, progress, skills)
+
+        voice = self.voice
+
+        async def speak(reply: Reply, title: str) -> Reply:
+            assert voice is not None
+            if session.effects.speak:  # the `speak` tool already attached it
+                return reply
+            return await voice.attach(session, reply, title=title)
 
         return cmd.CommandContext(
             session=session,
@@ -157,6 +175,7 @@ class Core:
             ask=ask,
             now=self._clock(),
             progress=progress,
+            speak=speak if voice is not None else None,
         )
 
 

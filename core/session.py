@@ -42,6 +42,17 @@ class ToolNarrowing:
         return self.allowed is None or tool in self.allowed
 
 
+@dataclass(slots=True)
+class RequestEffects:
+    """What a tool asked core to do with this request's reply once the agent has answered
+    (the `speak` tool: attach audio of the answer). Tools set it; only core acts on it.
+    `voice_asked` is core's note that the message reads like a request for audio, so the
+    `speak` tool is offered (its schema would cost prompt tokens on every call otherwise)."""
+
+    speak: bool = False
+    voice_asked: bool = False
+
+
 @dataclass(frozen=True, slots=True)
 class ToolSession:
     identity: Identity
@@ -56,6 +67,7 @@ class ToolSession:
     pinned_skills: tuple[str, ...] = ()  # skills loaded in full up front
     model: str | None = None  # the provider the policy chose; None = the default model
     narrowing: ToolNarrowing = field(default_factory=ToolNarrowing)
+    effects: RequestEffects = field(default_factory=RequestEffects)
 
     def allows(self, permission: str) -> bool:
         if permission in self.permissions:

@@ -17,7 +17,15 @@ PG_URL = os.environ.get("TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:54
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 # Variables the tests must not inherit from a developer's shell.
-_ISOLATED_PREFIXES = ("LLM_", "THREADLINE_", "SLACK_", "DISCORD_", "QDRANT_", "EMBEDDINGS_")
+_ISOLATED_PREFIXES = (
+    "LLM_",
+    "THREADLINE_",
+    "SLACK_",
+    "DISCORD_",
+    "QDRANT_",
+    "EMBEDDINGS_",
+    "TTS_",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -149,6 +157,8 @@ def make_settings(tmp_path: Path, write_policy: Callable[[str], Path]) -> Callab
         resolved = settings.llm()
         if resolved is not None:
             assert_loopback(resolved.base_url)
+        if settings.tts_engine_resolved == "openai":
+            assert_loopback(settings.tts_base_url)
         return settings
 
     return make

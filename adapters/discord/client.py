@@ -36,10 +36,12 @@ from adapters.discord.translate import (
     Origin,
     Outgoing,
     RoleRef,
+    asks_to_read_aloud,
     command_definitions,
     command_text,
     is_private,
     message_text,
+    read_aloud_text,
     render,
     thread_name,
     to_request,
@@ -111,6 +113,9 @@ def intents() -> discord.Intents:
     wanted.guild_messages = True
     wanted.dm_messages = True
     wanted.message_content = True
+    # 🔊 on one of Threadline's messages reads it aloud (not privileged).
+    wanted.guild_reactions = True
+    wanted.dm_reactions = True
     return wanted
 
 
@@ -322,6 +327,14 @@ class DiscordAdapter:
             return
         self._work.spawn(self._answer_command(interaction, data))
 
+    def on_reaction(self, client: discord.Client, payload: discord.RawReactionActionEvent) -> None:
+        me = client.user
+        if self._closing or me is None:
+            return
+        emoji = payload.emoji.name if payload.emoji.id is None else None  # custom ones: no
+        if asks_to_read_aloud(emoji, payload.message_author_id, payload.user_id, me.id):
+            self._work.spawn(self._read_aloud(client, me, payload))
+
     def on_thread_closed(self, guild_id: int, parent_id: int, thread_id: int) -> None:
         """An archived or deleted thread: follow-ups there need a mention again."""
         self._work.spawn(
@@ -356,6 +369,39 @@ class DiscordAdapter:
             return
         if mentioned and await self._claim(origin.tenant, f"message:{message.id}"):
             await self._open_thread_and_answer(client, message, origin, text)
+
+    async def _read_aloud(
+        self,
+        client: discord.Client,
+        me: discord.ClientUser,
+        payload: discord.RawReactionActionEvent,
+    ) -> None:
+        """🔊 on one of Threadline's messages: that message read aloud where it is."""
+        channel = await self._resolve(client, payload.channel_id)
+        if channel is None:
+            return
+        guild = client.get_guild(payload.guild_id) if payload.guild_id else None
+        author: discord.User | discord.Member | None = payload.member
+        try:
+            if author is None:
+                author = client.get_user(payload.user_id) or await client.fetch_user(
+                    payload.user_id
+                )
+            message = await channel.fetch_message(payload.message_id)
+        except discord.HTTPException as exc:
+            log.info("Discord: cannot read the reacted message (%s)", _describe(exc))
+            return
+        if not message.content.strip():
+            return  # a file or a voice message: nothing written to read
+        origin = _origin(author, guild, channel)
+        tenant = origin.tenant
+        key = f"reaction:{payload.message_id}:{payload.user_id}"
+        if not await self._claim(tenant, key):
+            return
+        text = read_aloud_text(message.content, me.id, _names(message))
+        await self._answer_in(
+            channel, origin, text, message, str(channel.id), key=f"{tenant}:{key}"
+        )
 
     async def _open_thread_and_answer(
         self, client: discord.Client, message: discord.Message, origin: Origin, text: str
@@ -397,11 +443,13 @@ class DiscordAdapter:
         conversation: str,
         *,
         reply_to: discord.Message | None = None,
+        key: str | None = None,
     ) -> None:
         """Answer in `channel` (a thread, a DM, or a channel without threads). Whatever fails,
-        something is posted: the answer, or a short error line."""
+        something is posted: the answer, or a short error line. `key` names the delivery
+        (default: the message answered)."""
         request = to_request(origin, text, thread=conversation)
-        key = f"{origin.tenant}:message:{message.id}"
+        key = key or f"{origin.tenant}:message:{message.id}"
         status = delivery.ProgressNote(channel=channel, every=self.config.progress_every)
         try:
             async with delivery.typing(channel, self.config.typing_every):
@@ -611,6 +659,9 @@ class _Listeners:
 
     async def on_interaction(self, interaction: discord.Interaction) -> None:
         self.adapter.on_interaction(interaction)
+
+    async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
+        self.adapter.on_reaction(self._client(), payload)
 
     async def on_raw_thread_update(self, payload: discord.RawThreadUpdateEvent) -> None:
         metadata = cast("dict[str, Any]", payload.data.get("thread_metadata") or {})

@@ -1,22 +1,26 @@
 """Posting rendered replies on Discord: in a channel or thread exactly once, or as an
 interaction's deferred answer; a typing indicator while the agent works, and a progress note
-for long work (`/index`)."""
+for long work (`/index`). Spoken answers (OGG/Opus audio with a duration and waveform) go out
+as real voice messages, or as a plain audio file where the channel refuses those."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import io
+import json
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from adapters.discord.lib import discord
 from adapters.discord.translate import PLATFORM, Outgoing
 
 if TYPE_CHECKING:
     from core.events import EventLedger
+    from core.request import Attachment
 
 log = logging.getLogger("threadline.discord")
 
@@ -24,6 +28,9 @@ log = logging.getLogger("threadline.discord")
 NO_PINGS = discord.AllowedMentions.none()
 TYPING_LASTS = 10.0  # seconds Discord shows "is typing…" after one trigger
 PROGRESS_EVERY = 1.0  # at most one progress edit per second (Discord rate-limits edits)
+IS_VOICE_MESSAGE = 1 << 13  # message flag: shown as a voice message with a waveform
+VOICE_MESSAGES_REFUSED = 50173  # "Cannot send voice messages in this channel"
+VOICE_MESSAGE_FILENAME = "voice-message.ogg"  # what Discord's own clients name them
 
 
 class ProgressNote:
@@ -79,6 +86,66 @@ def as_file(item: Outgoing) -> discord.File | None:
     return discord.File(io.BytesIO(item.file.data), filename=item.file.filename)
 
 
+def is_voice(attachment: Attachment | None) -> bool:
+    """Audio Discord can show as a voice message: OGG/Opus with its duration and waveform."""
+    return (
+        attachment is not None
+        and attachment.kind == "audio"
+        and attachment.mime_type == "audio/ogg"
+        and bool(attachment.duration_secs)
+        and bool(attachment.waveform)
+    )
+
+
+async def send_voice_message(
+    channel: discord.abc.Messageable, attachment: Attachment
+) -> discord.Message:
+    """Post `attachment` as a voice message. discord.py 2.7 has no helper for it (its
+    attachment payload has no duration or waveform), so the request is built here and sent
+    through discord.py's own HTTP client: its route, rate limits and retries."""
+    assert attachment.waveform is not None and attachment.duration_secs is not None
+    target = await channel._get_channel()
+    state = target._state
+    payload = {
+        "flags": IS_VOICE_MESSAGE,
+        "allowed_mentions": NO_PINGS.to_dict(),
+        "attachments": [
+            {
+                "id": "0",
+                "filename": VOICE_MESSAGE_FILENAME,
+                "duration_secs": round(attachment.duration_secs, 2),
+                "waveform": base64.b64encode(attachment.waveform).decode("ascii"),
+            }
+        ],
+    }
+    file = discord.File(io.BytesIO(attachment.data), filename=VOICE_MESSAGE_FILENAME)
+    form: list[dict[str, Any]] = [
+        {"name": "payload_json", "value": json.dumps(payload)},
+        {
+            "name": "files[0]",
+            "value": file.fp,
+            "filename": file.filename,
+            "content_type": attachment.mime_type,
+        },
+    ]
+    route = discord.http.Route("POST", "/channels/{channel_id}/messages", channel_id=target.id)
+    data = await state.http.request(route, form=form, files=[file])
+    return state.create_message(channel=target, data=data)
+
+
+async def send_audio(channel: discord.abc.Messageable, attachment: Attachment) -> discord.Message:
+    """A voice message where the channel allows them, else the same audio as a plain file."""
+    try:
+        return await send_voice_message(channel, attachment)
+    except discord.HTTPException as exc:
+        if exc.code != VOICE_MESSAGES_REFUSED:
+            raise
+        where = getattr(channel, "id", "?")
+        log.info("Discord: voice messages refused in %s; posting a plain audio file", where)
+    file = discord.File(io.BytesIO(attachment.data), filename=attachment.filename)
+    return await channel.send(file=file, allowed_mentions=NO_PINGS)
+
+
 async def post(
     events: EventLedger,
     channel: discord.abc.Messageable,
@@ -94,7 +161,9 @@ async def post(
         if i in done:
             continue
         file = as_file(item)
-        if file is not None:
+        if item.file is not None and is_voice(item.file):
+            message = await send_audio(channel, item.file)
+        elif file is not None:
             message = await channel.send(file=file, allowed_mentions=NO_PINGS)
         elif reference is not None and i == 0:
             message = await channel.send(

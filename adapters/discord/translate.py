@@ -137,6 +137,20 @@ def message_text(content: str, bot_user_id: int, names: Names = NO_NAMES) -> str
     return re.sub(r"[ \t]{2,}", " ", text).strip()
 
 
+# 🔊 (and its quieter siblings) on one of Threadline's messages: "read this aloud".
+READ_ALOUD_EMOJI = frozenset({"🔊", "🔉", "🔈"})
+
+
+def asks_to_read_aloud(emoji: str | None, author_id: int | None, user_id: int, me: int) -> bool:
+    """A person (not Threadline) put a speaker on a message Threadline wrote."""
+    return emoji in READ_ALOUD_EMOJI and author_id == me and user_id != me
+
+
+def read_aloud_text(content: str, bot_user_id: int, names: Names = NO_NAMES) -> str:
+    """The command that reads a message aloud: `/tts` of its text, mentions as names."""
+    return f"/tts {message_text(content, bot_user_id, names)}"
+
+
 def thread_name(question: str) -> str:
     """A thread's name from the question: its first line, without Markdown marks, at most 100
     characters (cut at a word, with an ellipsis)."""

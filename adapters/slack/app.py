@@ -30,7 +30,14 @@ from adapters.slack.logs import BOLT_LOGGER, quiet_logger
 from adapters.slack.mrkdwn import to_mrkdwn
 from adapters.slack.outbox import OutboxDelivery
 from adapters.slack.progress import ProgressLine
-from adapters.slack.translate import PLATFORM, tenant_of, thread_of, to_request
+from adapters.slack.translate import (
+    PLATFORM,
+    asks_to_read_aloud,
+    read_aloud_request,
+    tenant_of,
+    thread_of,
+    to_request,
+)
 from adapters.slack.web import SlackConfigError, api_base_url, make_web_client
 from core import messages
 
@@ -41,7 +48,12 @@ if TYPE_CHECKING:
     from starlette.requests import Request as HttpRequest
     from starlette.responses import Response
 
-    from adapters.slack.payloads import EventCallback, SlashCommand
+    from adapters.slack.payloads import (
+        EventCallback,
+        HistoryMessage,
+        ReactionCallback,
+        SlashCommand,
+    )
     from core.outbox import OutboxItem
     from core.request import Reply
     from core.service import Core
@@ -239,6 +251,7 @@ class SlackAdapter:
         )
         app.event("app_mention")(self._on_event)
         app.event("message")(self._on_event)
+        app.event("reaction_added")(self._on_reaction)
         app.command(re.compile(r"^/"))(self._on_command)
         # Every other subscribed type is acknowledged: an unhandled one gets 404 from bolt, and
         # Slack retries it (and eventually disables the subscription).
@@ -259,6 +272,12 @@ class SlackAdapter:
             self._work.spawn(self._answer_event(callback))
         else:
             log.debug("ignoring a Slack event: %s", reason)
+
+    async def _on_reaction(self, body: dict[str, Any]) -> None:
+        assert self.identity is not None
+        callback: ReactionCallback = body  # type: ignore[assignment]
+        if asks_to_read_aloud(callback["event"], self.identity.user_id):
+            self._work.spawn(self._read_aloud(callback))
 
     async def _on_command(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()  # within Slack's 3 s, whatever the work takes
@@ -305,6 +324,39 @@ class SlackAdapter:
         )
         await self._deliver(target, reply)
         await self._react("reactions_remove", channel, event["ts"])
+
+    async def _read_aloud(self, body: ReactionCallback) -> None:
+        """A speaker reaction on one of Threadline's messages: that message, read aloud, in
+        its thread (refusals only to the person who reacted)."""
+        from slack_sdk.errors import SlackApiError
+
+        assert self._client is not None
+        event, tenant = body["event"], tenant_of(body)
+        channel, ts = event["item"].get("channel", ""), event["item"].get("ts", "")
+        if not await self._claim(tenant, f"event:{body['event_id']}"):
+            return
+        try:
+            found = await self._client.conversations_replies(
+                channel=channel, ts=ts, oldest=ts, latest=ts, inclusive=True
+            )
+        except SlackApiError as exc:
+            log.warning("Slack: cannot read the reacted message (%s)", _api_error(exc))
+            return
+        messages_found: list[HistoryMessage] = found.get("messages") or []
+        message = next((m for m in messages_found if m.get("ts") == ts), None)
+        if message is None or not message.get("text"):
+            return
+        request = read_aloud_request(body, message)
+        reply = await self.core.handle(request)
+        target = Target(
+            tenant=tenant,
+            channel=channel,
+            user=request.user,
+            delivery_key=f"{tenant}:reaction:{channel}:{ts}:{request.user}:{body['event_id']}",
+            thread_ts=request.thread,
+            ephemeral=not reply.ok,
+        )
+        await self._deliver(target, reply)
 
     async def _answer_command(self, body: SlashCommand) -> None:
         tenant = tenant_of(body)
@@ -376,3 +428,8 @@ class SlackAdapter:
             await getattr(self._client, method)(channel=channel, timestamp=ts, name="eyes")
         except Exception as exc:
             log.debug("%s failed: %s", method, type(exc).__name__)
+
+
+def _api_error(exc: Exception) -> str:
+    response = getattr(exc, "response", None)
+    return str(response.get("error", "unknown_error")) if response else type(exc).__name__

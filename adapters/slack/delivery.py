@@ -231,7 +231,9 @@ class Delivery:
         args: dict[str, Any] = {
             "channel": target.channel,
             "filename": attachment.filename,
-            "title": attachment.filename,
+            # Audio is titled from the question it answers; Slack shows the title above its
+            # inline player.
+            "title": attachment.title or attachment.filename,
             "content": attachment.data,
         }
         if comment:

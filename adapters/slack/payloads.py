@@ -44,6 +44,42 @@ class EventCallback(TypedDict):
     authorizations: NotRequired[list[Authorization]]
 
 
+class ReactedItem(TypedDict):
+    type: str  # "message" (also "file", "file_comment")
+    channel: NotRequired[str]
+    ts: NotRequired[str]
+
+
+class ReactionAddedEvent(TypedDict):
+    """`reaction_added`: `user` put `reaction` (an emoji name) on `item`, written by
+    `item_user`."""
+
+    type: Literal["reaction_added"]
+    user: str
+    reaction: str
+    item: ReactedItem
+    item_user: NotRequired[str]
+    event_ts: NotRequired[str]
+
+
+class ReactionCallback(TypedDict):
+    type: Literal["event_callback"]
+    team_id: str
+    event: ReactionAddedEvent
+    event_id: str
+    enterprise_id: NotRequired[str | None]
+
+
+class HistoryMessage(TypedDict):
+    """A message as `conversations.replies` returns it."""
+
+    ts: str
+    text: NotRequired[str]
+    user: NotRequired[str]
+    bot_id: NotRequired[str]
+    thread_ts: NotRequired[str]
+
+
 class SlashCommand(TypedDict):
     """A slash command invocation (form-encoded over HTTP; bolt hands it over as a dict)."""
 

@@ -15,7 +15,14 @@ from adapters.text import reply_markdown, split_markdown
 from core.request import Reply, Request
 
 if TYPE_CHECKING:
-    from adapters.slack.payloads import EventCallback, MessageEvent, SlashCommand
+    from adapters.slack.payloads import (
+        EventCallback,
+        HistoryMessage,
+        MessageEvent,
+        ReactionAddedEvent,
+        ReactionCallback,
+        SlashCommand,
+    )
 
 PLATFORM = "slack"
 
@@ -33,7 +40,12 @@ _CHANNEL_REF = re.compile(r"<#(C\w+|G\w+)(?:\|([^>]*))?>")
 _SPECIAL = re.compile(r"<!(here|channel|everyone)(?:\|[^>]*)?>")
 
 
-def tenant_of(body: EventCallback | SlashCommand) -> str:
+# :speaker: and its louder siblings on one of Threadline's messages: "read this aloud".
+READ_ALOUD_REACTIONS = frozenset({"speaker", "sound", "loud_sound"})
+_USER_MENTION = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
+
+
+def tenant_of(body: EventCallback | SlashCommand | ReactionCallback) -> str:
     """The enterprise (org-wide installs on Enterprise Grid), else the workspace."""
     return body.get("enterprise_id") or body["team_id"]
 
@@ -59,6 +71,33 @@ def to_request(body: EventCallback | SlashCommand, *, bot_user_id: str | None = 
         thread=thread_of(event),
         user=event.get("user", ""),
         text=text.strip(),
+    )
+
+
+def asks_to_read_aloud(event: ReactionAddedEvent, bot_user_id: str) -> bool:
+    """A person (not Threadline) put a speaker on one of Threadline's messages."""
+    return (
+        event.get("reaction", "").split("::")[0] in READ_ALOUD_REACTIONS
+        and event.get("item", {}).get("type") == "message"
+        and event.get("item_user") == bot_user_id
+        and event.get("user") != bot_user_id
+    )
+
+
+def read_aloud_request(body: ReactionCallback, message: HistoryMessage) -> Request:
+    """`/tts` of the reacted message's text, in the thread it belongs to, for the person who
+    reacted. The text stays mrkdwn: core's speech preparation reads `<url|label>` links as
+    their label and drops the marks; only mentions and HTML entities are undone here."""
+    event = body["event"]
+    text = _USER_MENTION.sub("", message.get("text", ""))
+    text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    return Request(
+        platform=PLATFORM,
+        tenant=tenant_of(body),
+        channel=event["item"].get("channel", ""),
+        thread=message.get("thread_ts") or message["ts"],
+        user=event["user"],
+        text=f"/tts {text.strip()}",
     )
 
 

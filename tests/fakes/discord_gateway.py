@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 HEARTBEAT_INTERVAL_MS = 41_250
 # Intent bits
 GUILDS, GUILD_MESSAGES, DIRECT_MESSAGES, MESSAGE_CONTENT = 1 << 0, 1 << 9, 1 << 12, 1 << 15
+GUILD_MESSAGE_REACTIONS, DIRECT_MESSAGE_REACTIONS = 1 << 10, 1 << 13
 PRIVILEGED = MESSAGE_CONTENT | (1 << 1) | (1 << 8)  # content, members, presences
 NOT_REPLAYED = frozenset({"READY", "GUILD_CREATE", "RESUMED"})
 
@@ -220,6 +221,10 @@ class FakeGateway:
             if not session.intents & (DIRECT_MESSAGES if dm else GUILD_MESSAGES):
                 return
             data = self._content_for(session, data, dm)
+        if event == "MESSAGE_REACTION_ADD" and not session.intents & (
+            DIRECT_MESSAGE_REACTIONS if dm else GUILD_MESSAGE_REACTIONS
+        ):
+            return
         session.seq += 1
         frame = {"op": 0, "t": event, "s": session.seq, "d": data}
         session.sent.append((session.seq, frame))

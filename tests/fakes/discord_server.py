@@ -31,6 +31,8 @@ The gateway protocol lives in `discord_gateway`, the HTTP conventions in `discor
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import re
 import secrets
 import time
@@ -67,6 +69,9 @@ T = TypeVar("T")
 MAX_CONTENT = 2_000
 EPHEMERAL = 1 << 6
 LOADING = 1 << 7
+IS_VOICE_MESSAGE = 1 << 13
+MAX_WAVEFORM = 256
+SINGLE_AUDIO = "Voice messages must have a single audio attachment"
 INTERACTION_WINDOW = 3.0  # seconds Discord allows before the first interaction response
 NONCE_WINDOW = 300.0  # seconds Discord remembers an enforced nonce ("a few minutes")
 
@@ -85,6 +90,9 @@ class Posted:
     loading: bool = False
     deleted: bool = False
     edits: list[str] = field(default_factory=list)  # contents after each PATCH
+    flags: int = 0
+    # The attachments' metadata from payload_json (voice messages: duration_secs, waveform).
+    attachment_meta: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -167,6 +175,8 @@ class FakeDiscord:
         self.interactions: dict[str, InteractionState] = {}
         self.user_messages: dict[str, Message] = {}
         self.unhandled: list[str] = []
+        # Channels where voice messages are refused (error 50173), as a server may set it.
+        self.no_voice_messages: set[str] = set()
 
         self._failures: list[_Failure] = []
         self._changed = asyncio.Condition()
@@ -325,6 +335,23 @@ class FakeDiscord:
         self.user_messages[message["id"]] = message
         await self.dispatch("MESSAGE_CREATE", message, dm=True)
         return message
+
+    async def react(self, user: User, posted: Posted, emoji: str = "🔊") -> None:
+        """A person adds `emoji` to a message the bot posted (MESSAGE_REACTION_ADD)."""
+        dm = posted.channel_id not in self.channels
+        data: dict[str, Any] = {
+            "user_id": user["id"],
+            "channel_id": posted.channel_id,
+            "message_id": posted.id,
+            "message_author_id": self.bot["id"],
+            "emoji": {"id": None, "name": emoji},
+            "burst": False,
+            "type": 0,
+        }
+        if not dm:
+            data["guild_id"] = self.guild_id
+            data["member"] = dict(self.members[user["id"]])
+        await self.dispatch("MESSAGE_REACTION_ADD", data, dm=dm)
 
     def _message(self, channel_id: str, author: User, content: str) -> Message:
         known = {uid: m["user"] for uid, m in self.members.items() if "user" in m}
@@ -489,6 +516,7 @@ class FakeDiscord:
             ("POST", r"/users/@me/channels", self._open_dm),
             ("GET", r"/channels/\d+", self._get_channel),
             ("POST", r"/channels/\d+/messages", self._create_message),
+            ("GET", r"/channels/\d+/messages/\d+", self._get_message),
             ("PATCH", r"/channels/\d+/messages/\d+", self._edit_message),
             ("DELETE", r"/channels/\d+/messages/\d+", self._delete_message),
             ("POST", r"/channels/\d+/typing", self._typing),
@@ -581,7 +609,14 @@ class FakeDiscord:
                 # The same author sent this nonce a moment ago: Discord answers with that
                 # message and creates none.
                 return json_response(200, {**self._bot_message(seen[0]), "nonce": nonce})
+        flags = int(body.get("flags") or 0)
+        if flags & IS_VOICE_MESSAGE:
+            problem = self._check_voice_message(channel_id, body, call.files)
+            if problem is not None:
+                return problem
         posted = Posted(self._id(), channel_id, body.get("content") or "", call.files)
+        posted.flags = flags
+        posted.attachment_meta = list(body.get("attachments") or [])
         self.posts.append(posted)
         if nonce:
             self._nonces[nonce] = (posted, call.at)
@@ -605,6 +640,18 @@ class FakeDiscord:
             ),
             None,
         )
+
+    async def _get_message(self, call: Call) -> web.Response:
+        posted = self._own_message(call)
+        if posted is not None:
+            message = self._bot_message(posted)
+            if posted.channel_id in self.channels:
+                message["guild_id"] = self.guild_id
+            return json_response(200, message)
+        message_id = call.path.strip("/").split("/")[3]
+        if message_id in self.user_messages:
+            return json_response(200, self.user_messages[message_id])
+        return json_response(404, {"message": "Unknown Message", "code": 10008})
 
     async def _edit_message(self, call: Call) -> web.Response:
         posted = self._own_message(call)
@@ -654,6 +701,33 @@ class FakeDiscord:
             return json_response(413, {"message": "Request entity too large", "code": 40005})
         return None
 
+    def _check_voice_message(
+        self, channel_id: str, body: dict[str, Any], files: list[UploadedFile]
+    ) -> web.Response | None:
+        """What Discord checks of a voice message: one OGG file, no text, a duration and a
+        base64 waveform of at most 256 bytes; and whether the channel allows them at all."""
+        if channel_id in self.no_voice_messages:
+            return json_response(
+                403, {"message": "Cannot send voice messages in this channel.", "code": 50173}
+            )
+        if body.get("content"):
+            return json_response(
+                400, {"message": "Voice messages do not support additional content", "code": 50159}
+            )
+        meta = body.get("attachments") or []
+        if len(files) != 1 or len(meta) != 1:
+            return json_response(400, {"message": SINGLE_AUDIO, "code": 50160})
+        try:
+            duration = float(meta[0]["duration_secs"])
+            waveform = base64.b64decode(meta[0]["waveform"], validate=True)
+        except (KeyError, TypeError, ValueError, binascii.Error):
+            return json_response(400, {"message": "Invalid Form Body", "code": 50035})
+        if duration <= 0 or not 0 < len(waveform) <= MAX_WAVEFORM:
+            return json_response(400, {"message": "Invalid Form Body", "code": 50035})
+        if not files[0].data.startswith(b"OggS"):
+            return json_response(400, {"message": SINGLE_AUDIO, "code": 50160})
+        return None
+
     def _bot_message(self, posted: Posted) -> Message:
         attachments: list[MessageAttachment] = [
             {
@@ -669,8 +743,10 @@ class FakeDiscord:
         message = self._message(posted.channel_id, self.bot, posted.content)
         message["id"] = posted.id
         message["attachments"] = attachments
-        message["flags"] = (EPHEMERAL if posted.ephemeral else 0) | (
-            LOADING if posted.loading else 0
+        message["flags"] = (
+            (EPHEMERAL if posted.ephemeral else 0)
+            | (LOADING if posted.loading else 0)
+            | (posted.flags & IS_VOICE_MESSAGE)
         )
         return message
 

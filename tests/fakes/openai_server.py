@@ -14,6 +14,12 @@ length, `fake.embedding_dimension` wide unless the request sends `dimensions`), 
 request body in `fake.embedding_requests` (not in `fake.requests`), and sends the queued
 `fake.embedding_error(...)` responses first.
 
+POST /v1/audio/speech answers WAV (or 16-bit PCM for `response_format: "pcm"`): a tone of
+`fake.speech_seconds_per_char` seconds per input character at `fake.speech_rate` Hz, louder and
+softer along the way (so a waveform of it is not flat). A voice outside `SPEECH_VOICES` is
+refused with 400 and `param: "voice"`, as OpenAI does. Requests are recorded in
+`fake.speech_requests`; `fake.speech_error(...)` queues failures.
+
 A test that cannot know the order of requests in advance (compaction inserts summarization
 calls) may set `fake.responder`: a function of the request body that returns the response
 (built with `answer`, `tool_use` or `failure`), or None to fall back to the script.
@@ -22,12 +28,14 @@ calls) may set `fake.responder`: a function of the request body that returns the
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 import struct
 import threading
 import time
 import uuid
+import wave
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,7 +46,7 @@ from typing import Any
 @dataclass
 class Scripted:
     status: int = 200
-    body: dict[str, Any] | str | None = None
+    body: dict[str, Any] | str | bytes | None = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     content_type: str = "application/json"
@@ -107,6 +115,28 @@ def _usage(prompt: int, completion: int, extra: dict[str, Any] | None) -> dict[s
     return usage
 
 
+SPEECH_VOICES = frozenset(
+    {"alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer"}
+)
+
+
+def speech_wav(text: str, seconds_per_char: float, rate: int) -> bytes:
+    """A tone as long as the text would take to say, its loudness rising and falling."""
+    import numpy as np
+
+    frames = max(1, round(len(text) * seconds_per_char * rate))
+    t = np.arange(frames) / rate
+    envelope = 0.2 + 0.7 * np.abs(np.sin(2 * np.pi * 1.5 * t))
+    tone = np.sin(2 * np.pi * (180 + len(text) % 60) * t) * envelope * 0.5
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes((tone * 32767).astype("<i2").tobytes())
+    return buf.getvalue()
+
+
 class FakeOpenAI:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
@@ -119,6 +149,10 @@ class FakeOpenAI:
         self.embedding_requests: list[dict[str, Any]] = []
         self.embedding_dimension = 8
         self._embedding_errors: deque[Scripted] = deque()
+        self.speech_requests: list[dict[str, Any]] = []
+        self.speech_rate = 24_000
+        self.speech_seconds_per_char = 0.01
+        self._speech_errors: deque[Scripted] = deque()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> FakeOpenAI:
@@ -147,6 +181,10 @@ class FakeOpenAI:
                     embedded = fake._embeddings(body)
                     self._send(embedded.status, embedded.body, embedded.headers)
                     return
+                if self.path.rstrip("/") == "/v1/audio/speech":
+                    spoken = fake._speech(body)
+                    self._send(spoken.status, spoken.body, spoken.headers, spoken.content_type)
+                    return
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     self._send(404, {"error": {"message": "not found"}}, {})
                     return
@@ -162,7 +200,12 @@ class FakeOpenAI:
                 headers: dict[str, str],
                 content_type: str = "application/json",
             ) -> None:
-                data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+                if isinstance(body, bytes):
+                    data = body
+                elif isinstance(body, str):
+                    data = body.encode()
+                else:
+                    data = json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
@@ -265,6 +308,32 @@ class FakeOpenAI:
                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
             }
         )
+
+    def speech_error(
+        self, status: int, message: str = "error", *, headers: dict[str, str] | None = None
+    ) -> None:
+        """The next POST /v1/audio/speech fails with `status`."""
+        with self._cond:
+            self._speech_errors.append(failure(status, message, headers=headers))
+
+    def _speech(self, request: dict[str, Any]) -> Scripted:
+        with self._cond:
+            self.speech_requests.append(request)
+            self._cond.notify_all()
+            if self._speech_errors:
+                return self._speech_errors.popleft()
+        voice, text = request.get("voice"), request.get("input")
+        if voice not in SPEECH_VOICES:
+            message = f"Invalid value for 'voice': {voice!r} is not a supported voice."
+            error = {"message": message, "type": "invalid_request_error", "param": "voice"}
+            return Scripted(status=400, body={"error": error})
+        if not isinstance(text, str) or not text or len(text) > 4096:
+            error = {"message": "input must be 1-4096 characters", "param": "input"}
+            return Scripted(status=400, body={"error": error})
+        wav = speech_wav(text, self.speech_seconds_per_char, self.speech_rate)
+        if request.get("response_format") == "pcm":
+            return Scripted(body=wav[44:], content_type="audio/pcm")
+        return Scripted(body=wav, content_type="audio/wav")
 
     def _push(self, item: Scripted) -> None:
         with self._cond:

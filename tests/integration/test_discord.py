@@ -153,7 +153,7 @@ async def test_a_mention_opens_exactly_one_thread_and_answers_inside_it(
     # and the bot asked for exactly the intents it needs.
     assert fake.connections[0]["compress"] in ("zlib-stream", "zstd-stream")
     intents = fake.identifies[0]["intents"]
-    assert intents == (1 << 0) | (1 << 9) | (1 << 12) | (1 << 15)
+    assert intents == (1 << 0) | (1 << 9) | (1 << 10) | (1 << 12) | (1 << 13) | (1 << 15)
     assert fake.unhandled == []
 
 
@@ -362,32 +362,32 @@ async def test_an_audio_attachment_is_sent_as_a_file_and_one_over_the_limit_is_r
 
             return Command(name.split(".")[0], f"/{name.split('.')[0]}", "a voice reply", handler)
 
-        app.core.commands.add(voice(small, "voice.wav"))
-        app.core.commands.add(voice(large, "longvoice.wav"))
+        app.core.commands.add(voice(small, "recording.wav"))
+        app.core.commands.add(voice(large, "longrecording.wav"))
 
     bot = await start_bot(setup=voice_commands, discord_upload_limit="4KB")
 
-    thread = await ask_in_channel(fake, "/voice")
+    thread = await ask_in_channel(fake, "/recording")
     await fake.wait_for(lambda: len(fake.messages_in(thread)) == 2)
-    refused_thread = await ask_in_channel(fake, "/longvoice")
+    refused_thread = await ask_in_channel(fake, "/longrecording")
     await fake.wait_for(lambda: len(fake.messages_in(refused_thread)) == 2)
     await bot.adapter.idle()
 
     text, audio = fake.messages_in(thread)
     assert text.content == "Here is the recording." and text.files == []
     [file] = audio.files
-    assert (file.filename, file.data) == ("voice.wav", small)
+    assert (file.filename, file.data) == ("recording.wav", small)
     note = fake.messages_in(refused_thread)[1]
-    assert note.files == [] and "longvoice.wav" in note.content and "4.0 KB" in note.content
+    assert note.files == [] and "longrecording.wav" in note.content and "4.0 KB" in note.content
     uploads = [f.filename for c in fake.calls for f in c.files]
-    assert uploads == ["voice.wav"]  # the large file was never sent
+    assert uploads == ["recording.wav"]  # the large file was never sent
 
     # Through the app command: the text replaces "thinking…", the file follows it.
-    state = await fake.slash(fake.alice, "voice")
+    state = await fake.slash(fake.alice, "recording")
     await fake.wait_for(lambda: len(state.visible) == 2)
     shown = state.visible
     assert shown[0].content == "Here is the recording."
-    assert [(f.filename, f.data) for f in shown[1].files] == [("voice.wav", small)]
+    assert [(f.filename, f.data) for f in shown[1].files] == [("recording.wav", small)]
 
 
 # -- identity and policy ------------------------------------------------------------------------

@@ -203,3 +203,16 @@ def _data(sub: str | None, value: str | None = None) -> CommandData:
 )
 def test_command_text_maps_to_the_shared_language(data: CommandData, text: str) -> None:
     assert command_text(data) == text
+
+
+def test_a_speaker_on_a_threadline_message_asks_to_read_it_aloud() -> None:
+    from adapters.discord.translate import asks_to_read_aloud, read_aloud_text
+
+    me = 100
+    assert asks_to_read_aloud("🔊", me, 7, me)
+    assert asks_to_read_aloud("🔉", me, 7, me)
+    assert not asks_to_read_aloud("👍", me, 7, me)
+    assert not asks_to_read_aloud(None, me, 7, me)  # a custom emoji
+    assert not asks_to_read_aloud("🔊", 8, 7, me)  # someone else's message
+    assert not asks_to_read_aloud("🔊", me, me, me)  # Threadline's own reaction
+    assert read_aloud_text("Ask <@100> again", me) == "/tts Ask again"

@@ -600,3 +600,36 @@ def test_a_settings_file_that_is_a_directory_says_so(
     assert str(tmp_path) in msg
     assert "is a directory" in msg
     assert "does not exist" not in msg
+
+
+def test_voice_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = load_settings()
+    assert settings.tts_engine_resolved == "piper"  # local and offline by default
+    assert (settings.tts_max_chars, settings.tts_segment_bytes, settings.tts_workers) == (
+        3_000,
+        600,
+        2,
+    )
+    assert settings.tts_voice is None and settings.tts_format == "auto"
+
+    monkeypatch.setenv("TTS_BASE_URL", "http://127.0.0.1:8880/v1/")
+    settings = load_settings()
+    assert settings.tts_engine_resolved == "openai"
+    assert settings.tts_base_url == "http://127.0.0.1:8880/v1"
+    monkeypatch.setenv("TTS_ENGINE", "espeak")
+    monkeypatch.setenv("TTS_VOICE", "  de  ")
+    settings = load_settings()
+    assert (settings.tts_engine_resolved, settings.tts_voice) == ("espeak", "de")
+
+    monkeypatch.delenv("TTS_BASE_URL")
+    monkeypatch.setenv("TTS_ENGINE", "openai")
+    assert "TTS_ENGINE=openai needs TTS_BASE_URL" in settings_error()
+    monkeypatch.setenv("TTS_ENGINE", "festival")
+    assert "tts_engine" in settings_error().lower()
+    monkeypatch.setenv("TTS_ENGINE", "auto")
+    monkeypatch.setenv("TTS_SEGMENT_BYTES", "8")
+    assert "tts_segment_bytes" in settings_error().lower()
+    monkeypatch.delenv("TTS_SEGMENT_BYTES")
+    monkeypatch.setenv("TTS_API_KEY", "sk secret")
+    msg = settings_error()
+    assert "TTS_API_KEY" in msg and "sk secret" not in msg

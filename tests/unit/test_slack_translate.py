@@ -171,10 +171,44 @@ def test_the_manifest_declares_what_the_adapter_handles() -> None:
 
     text = (Path(adapters.slack.__file__).parent / "manifest.yaml").read_text()
     events = ["app_mention", "message.channels", "message.groups", "message.im", "message.mpim"]
+    events.append("reaction_added")  # :speaker: reads a message aloud
     scopes = ["app_mentions:read", "chat:write", "commands", "reactions:write", "files:write"]
+    scopes.append("reactions:read")
     for name in events + scopes + ["channels:history", "im:history"]:
         assert re.search(rf"^\s+- {re.escape(name)}\b", text, re.MULTILINE), name
     assert "command: /threadline" in text
     assert "socket_mode_enabled: true" in text
     assert "url: https://YOUR-HOST/slack/events" in text  # the command (HTTP mode)
     assert "request_url: https://YOUR-HOST/slack/events" in text  # events (HTTP mode)
+
+
+def test_a_speaker_on_a_threadline_message_asks_to_read_it_aloud() -> None:
+    from adapters.slack.translate import asks_to_read_aloud, read_aloud_request
+
+    def event(**over: Any) -> Any:
+        base = {
+            "type": "reaction_added",
+            "user": "U1",
+            "reaction": "speaker",
+            "item_user": "UBOT",
+            "item": {"type": "message", "channel": "C1", "ts": "2.0"},
+        }
+        return {**base, **over}
+
+    assert asks_to_read_aloud(event(), "UBOT")
+    assert asks_to_read_aloud(event(reaction="loud_sound::skin-tone-2"), "UBOT")
+    assert not asks_to_read_aloud(event(reaction="eyes"), "UBOT")
+    assert not asks_to_read_aloud(event(item_user="U2"), "UBOT")
+    assert not asks_to_read_aloud(event(user="UBOT"), "UBOT")
+    assert not asks_to_read_aloud(event(item={"type": "file"}), "UBOT")
+
+    body: Any = {"type": "event_callback", "team_id": "T1", "event_id": "Ev1", "event": event()}
+    message: Any = {"ts": "2.0", "thread_ts": "1.0", "text": "<@U1> a &lt; b &amp; c"}
+    request = read_aloud_request(body, message)
+    assert (request.tenant, request.channel, request.thread, request.user) == (
+        "T1",
+        "C1",
+        "1.0",
+        "U1",
+    )
+    assert request.text == "/tts a < b & c"

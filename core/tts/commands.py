@@ -1,0 +1,60 @@
+"""`/voice` and `/tts`: reading aloud on request (`/ask --voice` lives with `/ask`).
+
+    /voice        Threadline's last answer in this thread, read aloud (from thread history)
+    /tts TEXT     the given text, read aloud
+
+Both need the `tts` permission and spend the daily TTS character quota.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.commands import Command, CommandContext
+from core.errors import Refusal
+from core.memory.history import HistoryStore, is_summary
+from core.request import Reply
+from core.tts import messages
+from core.tts.service import VoiceService
+
+
+def voice_commands(voice: VoiceService, history: HistoryStore) -> list[Command]:
+    async def tts(ctx: CommandContext, args: str) -> Reply:
+        if not args.strip():
+            return Reply(messages.TTS_USAGE, ok=False, ephemeral=True)
+        return await voice.speak(ctx.session, args, title=args)
+
+    async def read_last(ctx: CommandContext, _args: str) -> Reply:
+        thread = await history.load(ctx.session.conversation)
+        found = last_answer(thread.messages)
+        if found is None:
+            raise Refusal(messages.NO_ANSWER_YET)
+        answer, question = found
+        return await voice.speak(ctx.session, answer, title=question or answer)
+
+    return [
+        Command("voice", "/voice", "read my last answer in this thread aloud", read_last, "tts"),
+        Command("tts", "/tts TEXT", "read the given text aloud", tts, "tts"),
+    ]
+
+
+def last_answer(thread: list[dict[str, Any]]) -> tuple[str, str | None] | None:
+    """The last answer Threadline gave in the thread (an assistant message with text and no
+    tool calls) and the question it answered, if that is still in the history."""
+    for i in range(len(thread) - 1, -1, -1):
+        m = thread[i]
+        text = m.get("content")
+        if m.get("role") != "assistant" or m.get("tool_calls") or not isinstance(text, str):
+            continue
+        if not text.strip() or is_summary(m):
+            continue
+        question = next(
+            (
+                q["content"]
+                for q in reversed(thread[:i])
+                if q.get("role") == "user" and isinstance(q.get("content"), str)
+            ),
+            None,
+        )
+        return text, question
+    return None
