@@ -453,16 +453,7 @@ class Agent:
         return completion
 
     def _exhausted_text(self, exc: BudgetExhausted) -> str:
-        st = exc.state
-        return messages.budget_exhausted(
-            st.limit.label,
-            exc.needed,
-            st.remaining,
-            st.limit.limit,
-            st.limit.unit,
-            exc.resets_at,
-            self._clock(),
-        )
+        return exc.explain(self._clock())
 
     @staticmethod
     def _reply(

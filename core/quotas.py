@@ -69,6 +69,21 @@ class BudgetExhausted(Exception):
         self.resets_at = resets_at
         self.needed = needed
 
+    def explain(self, now: datetime) -> str:
+        """What the user reads: the budget, what was needed, what is left, when it resets."""
+        from core import messages
+
+        st = self.state
+        return messages.budget_exhausted(
+            st.limit.label,
+            self.needed,
+            st.remaining,
+            st.limit.limit,
+            st.limit.unit,
+            self.resets_at,
+            now,
+        )
+
 
 @dataclass(slots=True)
 class Reservation:

@@ -165,18 +165,7 @@ class VoiceService:
         try:
             return await self._quotas.reserve(session.tts_limits(), chars, minimum=chars)
         except BudgetExhausted as exc:
-            st = exc.state
-            raise Refusal(
-                core_messages.budget_exhausted(
-                    st.limit.label,
-                    exc.needed,
-                    st.remaining,
-                    st.limit.limit,
-                    st.limit.unit,
-                    exc.resets_at,
-                    self._clock(),
-                )
-            ) from None
+            raise Refusal(exc.explain(self._clock())) from None
 
     def _format(self, platform: str) -> AudioFormat:
         if self.config.format != "auto":
