@@ -90,12 +90,14 @@ async def refresh_gauges(app: App) -> None:
 
 
 async def keep_gauges_fresh(app: App, every: float = GAUGES_EVERY) -> None:
+    # Wait first, like the other loops: a process that fails to start stops within its first
+    # seconds, and cancelling a query in flight leaves the pool a connection to clean up.
     while True:
+        await asyncio.sleep(every)
         try:
             await refresh_gauges(app)
         except Exception:
             log.warning("refreshing metrics failed", exc_info=True)
-        await asyncio.sleep(every)
 
 
 async def upkeep(app: App) -> None:
