@@ -198,7 +198,8 @@ def human_size(size: int) -> str:
 SKILLS_USAGE = "Usage: `/skills`, `/skills show NAME` or `/skills reload` (admins)."
 SKILL_USAGE = "Usage: `/skill NAME [what you need]` (see `/skills` for the names)."
 NO_SKILLS_HERE = "No skills are available in this channel."
-SKILLS_HINT = "Run one with `/skill NAME [text]` (or `/NAME [text]`); I also use them on my own."
+SKILLS_HINT = "Run one with `/skill NAME [text]` (or `/NAME [text]`)."
+SKILLS_HINT_MODEL = " I also use them on my own when a question calls for one."
 
 
 def unknown_skill(name: str) -> str:

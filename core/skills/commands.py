@@ -49,7 +49,10 @@ def skill_commands(skills: Skills) -> tuple[list[Command], Callable[..., Awaitab
         for s in visible:
             mark = " (pinned here)" if s.name in pinned else ""
             lines.append(f"- `{s.name}`{mark}: {_short(s.description, 200)}")
-        lines += ["", messages.SKILLS_HINT]
+        hint = messages.SKILLS_HINT
+        if ctx.model_configured:
+            hint += messages.SKILLS_HINT_MODEL
+        lines += ["", hint]
         return Reply("\n".join(lines), ephemeral=True)
 
     async def run_skill(ctx: CommandContext, args: str) -> Reply:
