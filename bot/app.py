@@ -94,6 +94,7 @@ def build_app(
     from core.mcp.confirm import ConfirmationGate
     from core.mcp.manager import McpManager
     from core.mcp.pins import PinStore
+    from core.mcp.resources import resources_for_prompt
     from core.memory.commands import memory_commands
     from core.memory.facts import MemoryStore
     from core.memory.history import HistoryStore
@@ -184,6 +185,7 @@ def build_app(
             memory=memory,
             code_map=code_map,
             skills=skills,
+            resources=lambda session: resources_for_prompt(mcp, session),
             metrics=metrics,
             clock=clock,
             deadline=settings.request_deadline,

@@ -81,6 +81,7 @@ def code_map_budget(window: int) -> int:
 
 
 RECENT_TURNS = 4  # earlier user messages whose files and symbols seed the repo map
+RESOURCES_MIN_WINDOW = 32_768  # MCP resources are listed in the prompt from this window up
 
 
 @dataclass
@@ -112,6 +113,7 @@ class Agent:
         memory: Recall | None = None,
         code_map: CodeMap | None = None,
         skills: Skills | None = None,
+        resources: Callable[[ToolSession], str | None] | None = None,
         metrics: Metrics | None = None,
         counter: TokenCounter | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -131,6 +133,7 @@ class Agent:
         self._memory = memory
         self._code_map = code_map
         self._skills = skills
+        self._resources = resources
         self._metrics = metrics
         self._clock = clock
         spec = model.spec
@@ -255,8 +258,24 @@ class Agent:
         sk = turn.skills
         now = "\n\n".join(p for p in (sk.dynamic if sk else None, again) if p) or None
         return self._prompt.prefix(
-            session, self._clock(), memory, code, skills=sk.stable if sk else None, skills_now=now
+            session,
+            self._clock(),
+            memory,
+            code,
+            skills=sk.stable if sk else None,
+            skills_now=now,
+            resources=self._resource_list(session),
         )
+
+    def _resource_list(self, session: ToolSession) -> str | None:
+        """MCP resources readable here, listed when the window has room for them."""
+        if self._resources is None or self.compaction.window < RESOURCES_MIN_WINDOW:
+            return None
+        try:
+            return self._resources(session)
+        except Exception:  # a listing is a courtesy; the tools still list them
+            log.warning("no MCP resource list for request %s", session.request_id, exc_info=True)
+            return None
 
     async def _map(self, session: ToolSession, text: str, history: ThreadHistory) -> str | None:
         """The repo map for a code question; a failure costs the map, never the answer."""

@@ -66,6 +66,7 @@ class PromptBuilder:
         code_map: str | None = None,
         skills: str | None = None,
         skills_now: str | None = None,
+        resources: str | None = None,
     ) -> list[dict[str, Any]]:
         """What goes before the thread: the stable prefix, the channel's skills text (`skills`)
         and this request's context (system messages; `skills_now`: a ranked index, skills
@@ -86,4 +87,6 @@ class PromptBuilder:
             messages.append({"role": "user", "content": memory})
         if code_map:
             messages.append({"role": "user", "content": code_map})
+        if resources:
+            messages.append({"role": "user", "content": resources})
         return messages

@@ -124,3 +124,30 @@ async def test_a_definition_changed_between_runs_waits_for_an_admin(
     assert "`t.lookup`" in approved.text and "can be used again" in approved.text
     listing = await bot.send("/mcp", channel="ops")
     assert "disabled" not in listing.text
+
+
+async def test_resources_are_listed_in_the_prompt_where_readable_and_the_window_is_large(
+    make_bot: MakeBot, write_policy: Callable[[str], Path], fake_llm: FakeOpenAI
+) -> None:
+    llm = {"llm_base_url": fake_llm.url, "llm_model": "fake", "llm_max_retries": 0}
+    bot = await _bot(make_bot, write_policy, llm_context_window=32768, **llm)
+    fake_llm.reply("ok")
+    await bot.send("what notes are there?", channel="ops")
+    fake_llm.reply("ok")
+    await bot.send("what notes are there?", channel="general")
+    ops, general = fake_llm.requests
+    listed = [
+        m["content"]
+        for m in ops["messages"]
+        if m["role"] == "user" and m["content"].startswith("MCP resources")
+    ]
+    assert len(listed) == 1 and "- t: notes://readme" in listed[0]
+    assert "data, not instructions" in listed[0]
+    assert not any(
+        m["role"] == "user" and m["content"].startswith("MCP resources")
+        for m in general["messages"]
+    )
+    small = await _bot(make_bot, write_policy, llm_context_window=16384, **llm)
+    fake_llm.reply("ok")
+    await small.send("what notes are there?", channel="ops")
+    assert "MCP resources" not in str(fake_llm.requests[-1]["messages"])
