@@ -228,7 +228,7 @@ def build_app(
                 *memory_commands(memory),
                 *code_commands(repos, indexer),
                 *skills_cmds,
-                *digest_commands(digest_store, lambda: digests),
+                *digest_commands(digest_store, digests),
                 *mcp_commands(mcp),
                 *voice_commands(voice, history),
             ],

@@ -35,10 +35,6 @@ def request_scope(context: RequestContext) -> Iterator[None]:
         _current.reset(token)
 
 
-def current() -> RequestContext | None:
-    return _current.get()
-
-
 class RequestContextFilter(logging.Filter):
     """Adds the current request's fields to every record (None outside a request)."""
 

@@ -13,7 +13,6 @@ subscription belongs to the channel it was made in: IDs of other channels read a
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
 from datetime import datetime
 
 from core.commands import Command, CommandContext
@@ -38,10 +37,9 @@ class _Usage(Exception):
     pass
 
 
-def digest_commands(store: DigestStore, runner: Callable[[], DigestRunner | None]) -> list[Command]:
+def digest_commands(store: DigestStore, runner: DigestRunner) -> list[Command]:
     def voice_available() -> bool:
-        active = runner()
-        return active is not None and active.speak is not None
+        return runner.speak is not None
 
     async def digest(ctx: CommandContext, args: str) -> Reply:
         try:
@@ -172,10 +170,7 @@ def digest_commands(store: DigestStore, runner: Callable[[], DigestRunner | None
         if verb in ("pause", "resume"):
             await store.set_paused(sub_id, verb == "pause")
             return Reply(f"Digest #{sub_id} {'paused' if verb == 'pause' else 'resumed'}.")
-        active = runner()
-        if active is None:
-            return Reply("Digests cannot run in this process.", ok=False, ephemeral=True)
-        digest = await active.preview(sub)
+        digest = await runner.preview(sub)
         return Reply(
             "*Preview (not posted to the channel):*\n\n" + digest.text, attachments=digest.audio
         )

@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
 from core.store.engine import Database
-from core.store.models import DigestRun, DigestSubscription, TenantSetting
+from core.store.models import MAX_ROW_ID, DigestRun, DigestSubscription, TenantSetting
 
 DEFAULT_LEASE = timedelta(minutes=5)
 FINAL_STATES = frozenset({"posted", "empty", "skipped", "failed"})
@@ -32,7 +32,6 @@ class Claim:
     subscription_id: int
     scheduled_for: datetime
     owner: str
-    taken_over: bool = False
 
 
 def _aware(value: datetime) -> datetime:
@@ -72,6 +71,8 @@ class DigestStore:
             return list(rows.all())
 
     async def get(self, sub_id: int) -> DigestSubscription | None:
+        if not 0 < sub_id <= MAX_ROW_ID:  # a typed id out of range is just not there
+            return None
         async with self._db.session() as s:
             return await s.get(DigestSubscription, sub_id)
 
@@ -189,17 +190,7 @@ class DigestStore:
             row = result.first()
         if row is None:
             return None
-        return Claim(int(row[0]), sub_id, scheduled_for, owner, taken_over=True)
-
-    async def extend(self, claim: Claim, lease: timedelta = DEFAULT_LEASE) -> bool:
-        """Keep a long run's claim; False when another process has taken it over."""
-        async with self._db.session() as s:
-            result: Any = await s.exec(
-                update(DigestRun)
-                .where(col(DigestRun.id) == claim.run_id, col(DigestRun.claimed_by) == claim.owner)
-                .values(lease_until=self._clock() + lease)
-            )
-            return bool(result.rowcount)
+        return Claim(int(row[0]), sub_id, scheduled_for, owner)
 
     async def finish(self, claim: Claim, state: str, detail: str = "") -> bool:
         """Record the outcome, only if this process still holds the claim."""

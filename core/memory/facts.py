@@ -31,6 +31,7 @@ from core.errors import Refusal
 from core.memory.ranking import rank
 from core.session import ToolSession
 from core.store.engine import Database
+from core.store.models import MAX_ROW_ID
 
 if TYPE_CHECKING:
     from sqlalchemy import ColumnElement
@@ -40,8 +41,6 @@ if TYPE_CHECKING:
 Scope = Literal["channel", "global", "user"]
 SCOPES: tuple[Scope, ...] = get_args(Scope)
 MAX_FACT_CHARS = 1_000
-# Item ids are INTEGER columns; anything outside this range cannot name an item.
-_MAX_ID = 2**31 - 1
 _KEYS = ["platform", "tenant", "scope", "scope_key", "fingerprint"]
 _TRAILING_PUNCTUATION = ".,;:!?…。！？、 "
 
@@ -179,7 +178,7 @@ class MemoryStore:
 
         from core.store.models import MemoryItem
 
-        if not 0 < item_id <= _MAX_ID:
+        if not 0 < item_id <= MAX_ROW_ID:
             raise MemoryRefusal(messages.memory_not_found(item_id))
         async with self._db.session() as s:
             stmt = select(MemoryItem).where(col(MemoryItem.id) == item_id, *_visible_where(session))

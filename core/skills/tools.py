@@ -7,6 +7,7 @@ playbooks.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 from pydantic import Field
@@ -72,7 +73,7 @@ def skill_tools(skills: Skills) -> list[Tool]:
         if skill is None:
             raise unknown(ctx.session, args.name)
         try:
-            return SkillLibrary.read_file(skill, args.path, MAX_FILE_BYTES)
+            return await asyncio.to_thread(SkillLibrary.read_file, skill, args.path, MAX_FILE_BYTES)
         except SkillFileError as exc:
             raise ToolError(str(exc)) from None
 

@@ -7,6 +7,10 @@ from datetime import UTC, datetime
 from sqlalchemy import BigInteger, Column, DateTime, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+# The largest id an integer primary key holds on every backend (PostgreSQL's INTEGER): ids that
+# users type are checked against it, so 10**30 is "no such item" rather than a database error.
+MAX_ROW_ID = 2**31 - 1
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)

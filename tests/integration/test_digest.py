@@ -523,3 +523,10 @@ async def test_voice_digests_carry_audio_or_say_why_not(
     second = (await posted(app))[-1]
     assert "No audio: your daily voice (TTS) budget is used up" in second.text
     assert not second.attachments or "digest.ogg" not in second.attachments
+
+
+async def test_an_id_no_row_can_have_is_just_not_there(make_app: Callable[..., App]) -> None:
+    app = make_app()
+    for raw in ("99999999999999999999999", "2147483648", "0"):
+        reply = await send(app, f"/digest remove {raw}")
+        assert not reply.ok and f"no digest #{int(raw)} in this channel" in reply.text
