@@ -184,16 +184,23 @@ class Database:
             async with self.engine.begin() as conn:
                 await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _DDL_LOCK})
                 return await conn.run_sync(work)
+        from core.store.schema import status
+
         async with self.engine.connect() as conn:
-            await self._back_up_before_upgrade(conn, may_upgrade=may_upgrade)
+            found = await conn.run_sync(status)
+            if may_upgrade and not (found.up_to_date or found.empty or not found.known):
+                await self._back_up(conn, found)
             # SQLite changes most columns by copying the table: with foreign keys enforced,
             # dropping the old copy of a parent table would cascade-delete its children's rows.
             # The pragma only takes effect outside a transaction, so it goes first and is set
             # back after the commit.
             await conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
-            # The write lock up front: other processes wait (busy_timeout) instead of seeing
-            # half-made tables, and everything below commits or rolls back as one.
-            await conn.exec_driver_sql("BEGIN IMMEDIATE")
+            if not found.up_to_date:
+                # The write lock up front: other processes wait (busy_timeout) instead of
+                # seeing half-made tables, and everything below commits or rolls back as one.
+                # At head nothing is written (but an outdated derived table), so a process
+                # starting beside a busy one does not queue for its lock.
+                await conn.exec_driver_sql("BEGIN IMMEDIATE")
             try:
                 change = await conn.run_sync(work)
                 await conn.commit()
@@ -241,18 +248,13 @@ class Database:
             self._engine = None
             self._ready = False
 
-    async def _back_up_before_upgrade(self, conn: AsyncConnection, *, may_upgrade: bool) -> None:
+    async def _back_up(self, conn: AsyncConnection, found: SchemaStatus) -> None:
         """A SQLite file about to be upgraded is copied first (`VACUUM INTO`: consistent even
         with other processes writing), since `threadline run` upgrades it unasked."""
         from datetime import UTC, datetime
 
-        from core.store.schema import status
-
         path = self.url.split(":///", 1)[1]
-        if not may_upgrade or not path or path == ":memory:":
-            return
-        found = await conn.run_sync(status)
-        if found.up_to_date or found.empty or not found.known:
+        if not path or path == ":memory:":
             return
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         backup = f"{path}.{found.current or 'unversioned'}-{stamp}.bak"

@@ -335,19 +335,40 @@ def cli(tmp_path: Path, write_policy: Any) -> Iterator[Any]:
         PYTHONUNBUFFERED="1",
     )
 
-    def run(*args: str, url: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*threadline_command(), *args],
-            env={**env, "DATABASE_URL": url},
-            cwd=tmp_path,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+    class Cli:
+        def __call__(
+            self, *args: str, url: str, stdin: str = ""
+        ) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [*threadline_command(), *args],
+                env={**env, "DATABASE_URL": url},
+                cwd=tmp_path,
+                input=stdin,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
 
-    yield run
+        def start(self, *args: str, url: str) -> subprocess.Popen[str]:
+            proc = subprocess.Popen(
+                [*threadline_command(), *args],
+                env={**env, "DATABASE_URL": url},
+                cwd=tmp_path,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            started.append(proc)
+            return proc
+
+    started: list[subprocess.Popen[str]] = []
+    yield Cli()
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 async def test_threadline_db_upgrades_the_old_release_database(
@@ -370,6 +391,25 @@ async def test_threadline_db_upgrades_the_old_release_database(
     assert (current.returncode, current.stdout.strip()) == (0, f"at {HEAD} (head): up to date")
 
     await assert_every_row_kept(db)
+    assert not await model_differences(db)
+
+
+@pytest.mark.parametrize("old", [True, False], ids=["old release", "empty"])
+async def test_processes_starting_at_once_upgrade_or_create_once(
+    database_url: str, db: Database, cli: Any, old: bool
+) -> None:
+    """Real processes, so the database's own locks are what keeps them apart (PostgreSQL's
+    advisory lock, SQLite's write lock), not this process's."""
+    if old:
+        load_fixture(database_url)
+    procs = [cli.start("db", "upgrade", url=database_url) for _ in range(3)]
+    outputs = [proc.communicate(timeout=120) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0, 0], outputs
+    said = sorted(out.strip() for out, _ in outputs)
+    did = f"upgraded {OLD_REVISION} -> {HEAD}" if old else f"created the schema at {HEAD}"
+    assert said == sorted([did, *[f"already at {HEAD}: nothing to do"] * 2])
+    if old:
+        await assert_every_row_kept(db)
     assert not await model_differences(db)
 
 
