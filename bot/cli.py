@@ -226,15 +226,25 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     except (PolicyError, DatabaseURLError) as exc:
         print(f"Threadline cannot start: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    if not _long_running(args.command, settings):
+    if args.command not in ("run", "serve", "worker"):
         return await _dispatch_app(app, args, None)
-    from bot.shutdown import Shutdown
+    from bot.startup_checks import SharedResourceError, held_alone
 
-    shutdown = Shutdown(settings.shutdown_grace)
-    with shutdown.signals():  # through the cleanup: a second signal ends it too
-        code = await _dispatch_app(app, args, shutdown)
-    finished = shutdown.finished()
-    return code if code != EXIT_OK else finished
+    try:
+        with held_alone(settings, args.command):
+            if not _long_running(args.command, settings):  # `run` as the console
+                return await _dispatch_app(app, args, None)
+            from bot.shutdown import Shutdown
+
+            shutdown = Shutdown(settings.shutdown_grace)
+            with shutdown.signals():  # through the cleanup: a second signal ends it too
+                code = await _dispatch_app(app, args, shutdown)
+            finished = shutdown.finished()
+            return code if code != EXIT_OK else finished
+    except SharedResourceError as exc:
+        await app.aclose()
+        print(exc, file=sys.stderr)
+        return EXIT_CONFIG
 
 
 async def _dispatch_app(app: App, args: argparse.Namespace, shutdown: Shutdown | None) -> int:

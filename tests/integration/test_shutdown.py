@@ -1,7 +1,8 @@
 """Graceful shutdown of the real processes (bot/shutdown.py): SIGTERM during a slow model answer
 finishes the answer within THREADLINE_SHUTDOWN_GRACE, a shorter bound cuts it without a half
 turn in the database, a second signal exits at once; the worker closes the Discord gateway and
-hands back its outbox lease. Bounds are asserted with wide margins (loaded machines)."""
+hands back its outbox lease. And the start-up check: a second serving process on one SQLite
+data dir is refused with what to set. Bounds are asserted with wide margins (loaded machines)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import sqlite3
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ from tests.integration.test_cli import (
     cli_env,
     free_port,
     http_get,
+    run_cli,
     spawn,
     threadline_command,
     wait_until,
@@ -240,3 +243,51 @@ async def test_worker_sigterm_closes_the_gateway_and_hands_back_the_outbox_lease
     finally:
         await db.dispose()
     assert item.message.key == "d:9"
+
+
+# -- start-up checks ------------------------------------------------------------------------------
+
+
+def test_a_second_serving_process_on_one_sqlite_data_dir_is_refused(
+    cli_env: dict[str, str], tmp_path: Path, spawn: Spawn
+) -> None:
+    port = free_port()
+    first, log = spawn(cli_env, "serve", "--port", str(port))
+    wait_until(
+        lambda: http_get(f"http://127.0.0.1:{port}/healthz") is not None, first, log, "/healthz"
+    )
+
+    second = run_cli(cli_env, tmp_path, "worker", timeout=60)
+    assert second.returncode == 2, second.stderr
+    assert f"pid {first.pid} (threadline serve)" in second.stderr
+    assert "DATABASE_URL=postgresql://" in second.stderr
+    assert "QDRANT_URL=" in second.stderr
+    assert "Traceback" not in second.stderr
+    # A shell command beside the serving process works as before.
+    repos = run_cli(cli_env, tmp_path, "repos", "--json")
+    assert repos.returncode == 0, repos.stderr
+
+    first.send_signal(signal.SIGTERM)
+    assert first.wait(STOP_DEADLINE) == 0, log.read_text()
+    # The lock went with the process: the next one starts.
+    third, third_log = spawn(cli_env, "-v", "worker")
+    wait_until(lambda: "worker started" in third_log.read_text(), third, third_log, "start")
+    third.send_signal(signal.SIGTERM)
+    assert third.wait(STOP_DEADLINE) == 0, third_log.read_text()
+
+
+def started(log: Path) -> bool:
+    return "worker started" in log.read_text()
+
+
+def test_with_postgresql_and_a_qdrant_server_several_processes_start(
+    cli_env: dict[str, str], pg_url: str, spawn: Spawn
+) -> None:
+    env = {**cli_env, "DATABASE_URL": pg_url, "QDRANT_URL": "http://127.0.0.1:1"}
+    procs = [spawn(env, "-v", "worker") for _ in range(2)]
+    for proc, log in procs:
+        wait_until(partial(started, log), proc, log, "start")
+    for proc, _ in procs:
+        proc.send_signal(signal.SIGTERM)
+    for proc, log in procs:
+        assert proc.wait(STOP_DEADLINE) == 0, log.read_text()
