@@ -50,8 +50,6 @@ class BackgroundWork:
         for task in pending:
             task.cancel()
         if pending:
-            log.warning(
-                "%s: %d answers in flight cancelled after %g s", self._label, len(pending), grace
-            )
+            log.warning("%s: %d answer(s) still in flight cancelled", self._label, len(pending))
             await asyncio.wait(pending)
         return len(pending)

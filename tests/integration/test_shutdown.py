@@ -245,6 +245,45 @@ async def test_worker_sigterm_closes_the_gateway_and_hands_back_the_outbox_lease
     assert item.message.key == "d:9"
 
 
+async def test_run_with_slack_and_discord_stops_both_on_one_sigterm(
+    cli_env: dict[str, str], fake_slack: FakeSlack, tmp_path: Path
+) -> None:
+    fake = await FakeDiscord().start()
+    env = slack_env(
+        cli_env,
+        fake_slack,
+        SLACK_APP_TOKEN=fake_slack.app_token,
+        SLACK_SIGNING_SECRET="",
+        DISCORD_TOKEN=fake.token,
+        DISCORD_API_URL=fake.api_url,
+    )
+    proc = await asyncio.create_subprocess_exec(
+        *threadline_command(),
+        "run",
+        env=env,
+        cwd=tmp_path,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        await fake.wait_for(lambda: fake.identifies, within=30)
+        await asyncio.to_thread(fake_slack.wait_calls, "apps.connections.open", 1, 30)
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = await asyncio.wait_for(proc.communicate(), 30)
+        closes = await fake.wait_for(lambda: fake.gateway.closes, within=10)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        await fake.stop()
+    text = stderr.decode()
+    assert proc.returncode == 0, text
+    assert "Socket Mode stopped" in text
+    assert "shutdown: clean" in text
+    assert closes[0] not in (None, 1006), closes
+    assert "Traceback" not in text
+
+
 # -- start-up checks ------------------------------------------------------------------------------
 
 
