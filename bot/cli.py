@@ -267,6 +267,8 @@ async def _dispatch_app(app: App, args: argparse.Namespace, shutdown: Shutdown |
 
             scheduler = DigestScheduler(app.digests)
             await scheduler.start()
+            if shutdown is not None:  # no digest starts once the process is shutting down
+                shutdown.on_begin(scheduler.pause)
         elif args.command == "chat":  # an edited playbook is tried at once in a chat session
             from bot.upkeep import keep_skills_fresh
 

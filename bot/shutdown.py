@@ -49,6 +49,14 @@ class Shutdown:
         self._backstop_margin = backstop_margin
         self._backstop: asyncio.TimerHandle | None = None
         self._cut: list[str] = []
+        self._on_begin: list[Callable[[], None]] = []
+
+    def on_begin(self, callback: Callable[[], None]) -> None:
+        """Call `callback` when the sequence starts (at once if it has): a part that only
+        needs to stop taking work (a scheduler) and has no task to wait on."""
+        self._on_begin.append(callback)
+        if self.requested.is_set():
+            callback()
 
     def begin(self, why: str = "asked to stop") -> None:
         """Start the sequence (a signal, or a part of the process that cannot go on)."""
@@ -62,6 +70,11 @@ class Shutdown:
             self.grace,
         )
         self.requested.set()
+        for callback in self._on_begin:
+            try:
+                callback()
+            except Exception:  # one part failing to stop must not keep the others going
+                log.exception("shutdown: stopping %r failed", callback)
         self._backstop = asyncio.get_running_loop().call_later(
             self.grace + self._backstop_margin, self._overdue
         )

@@ -94,3 +94,14 @@ async def test_the_bound_counts_from_the_first_signal_and_a_cut_exits_non_zero()
     now[0] += 20
     assert shutdown.remaining() == 0.0
     await asyncio.sleep(0)
+
+
+async def test_parts_told_at_the_start_of_the_sequence_are_told_once() -> None:
+    shutdown = Shutdown(10.0)
+    told: list[str] = []
+    shutdown.on_begin(lambda: told.append("scheduler"))
+    shutdown.begin("test")
+    shutdown.begin("again")
+    shutdown.on_begin(lambda: told.append("late"))  # already begun: at once
+    assert told == ["scheduler", "late"]
+    assert shutdown.finished() == 0
