@@ -40,13 +40,16 @@ class BackgroundWork:
         while self._tasks:
             await asyncio.wait(list(self._tasks))
 
-    async def drain(self, grace: float) -> None:
-        """Let work in flight finish for up to `grace` seconds, then cancel the rest."""
+    async def drain(self, grace: float) -> int:
+        """Let work in flight finish for up to `grace` seconds, then cancel the rest; returns
+        how many were cancelled."""
         if not self._tasks:
-            return
+            return 0
         log.info("waiting for %d %s answers in flight", len(self._tasks), self._label)
         _, pending = await asyncio.wait(list(self._tasks), timeout=grace)
         for task in pending:
             task.cancel()
         if pending:
+            log.warning("%s: %d answer(s) still in flight cancelled", self._label, len(pending))
             await asyncio.wait(pending)
+        return len(pending)

@@ -128,6 +128,7 @@ class DiscordAdapter:
         self.client = self._make_client()
         self.syncs = 0  # app command syncs done (one per process)
         self.readies = 0  # on_ready events seen (one per identify)
+        self.cut = 0  # answers cancelled at the end of the shutdown grace
         self._synced = False
         self._connected = False
         self._closing = False
@@ -215,7 +216,7 @@ class DiscordAdapter:
     async def aclose(self) -> None:
         """Stop taking new work, let answers in flight finish (up to the grace), disconnect."""
         self._closing = True
-        await self._work.drain(self.config.shutdown_grace)
+        self.cut += await self._work.drain(self.config.shutdown_grace)
         if not self.client.is_closed():
             await self.client.close()
 

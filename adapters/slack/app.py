@@ -171,10 +171,12 @@ class SlackAdapter:
         """Wait until all scheduled work (answers, deliveries) has finished."""
         await self._work.idle()
 
-    async def aclose(self, grace: float = 30.0) -> None:
-        """Let in-flight answers finish (up to `grace` seconds), then close the HTTP session."""
-        await self._work.drain(grace)
+    async def aclose(self, grace: float = 30.0) -> int:
+        """Let in-flight answers finish (up to `grace` seconds), then close the HTTP session;
+        returns how many answers were cancelled at the end of the grace."""
+        cut = await self._work.drain(grace)
         await self._close_session()
+        return cut
 
     async def _close_session(self) -> None:
         if self._session is not None:
