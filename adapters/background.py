@@ -10,10 +10,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 log = logging.getLogger(__name__)
+
+# A note posted as an answer is cut must fit before the shutdown backstop (3 s after the bound).
+LAST_WORD_TIMEOUT = 1.5
+
+
+async def last_word(post: Callable[[], Awaitable[object]]) -> None:
+    """Post a short note from a task that is being cancelled (shutdown cut its answer), so the
+    person who asked is not left waiting for an answer that will never come. Bounded and
+    best-effort: a note that cannot go out in time is logged, never retried."""
+    try:
+        await asyncio.wait_for(post(), LAST_WORD_TIMEOUT)
+    except Exception as exc:  # includes TimeoutError
+        log.warning("could not post the note about a cut answer (%s)", type(exc).__name__)
 
 
 class BackgroundWork:

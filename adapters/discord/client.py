@@ -25,7 +25,7 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
-from adapters.background import BackgroundWork
+from adapters.background import BackgroundWork, last_word
 from adapters.discord import delivery
 from adapters.discord.endpoints import api_base, follow_gateway, use_rest_base
 from adapters.discord.lib import discord
@@ -456,6 +456,10 @@ class DiscordAdapter:
             async with delivery.typing(channel, self.config.typing_every):
                 try:
                     reply = await self.core.handle(request, status.update)
+                except asyncio.CancelledError:
+                    cut = messages.ANSWER_CUT
+                    await last_word(lambda: channel.send(cut, allowed_mentions=delivery.NO_PINGS))
+                    raise
                 finally:
                     await status.finish()
             parts = render(reply, upload_limit=self._upload_limit(message.guild))

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from core import messages
 from core.outbox import Outbox, OutboxMessage
 from core.store.engine import Database
 from tests.fakes.discord_server import FakeDiscord
@@ -166,7 +167,8 @@ def test_a_bound_shorter_than_the_answer_cuts_it_without_a_half_written_turn(
     assert took < 9, text
     assert "cut: 1 Slack answer(s)" in text
     assert "Traceback" not in text
-    assert fake_slack.posted("C1") == []
+    # The asker is told, in the thread, rather than left with a reaction and no answer.
+    assert [m["text"] for m in fake_slack.posted("C1")] == [messages.ANSWER_CUT]
     assert thread_rows(env) == []  # the whole turn or nothing: here nothing
 
 
