@@ -25,7 +25,7 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
-from adapters.background import BackgroundWork
+from adapters.background import BackgroundWork, last_word
 from adapters.discord import delivery
 from adapters.discord.endpoints import api_base, follow_gateway, use_rest_base
 from adapters.discord.lib import discord
@@ -128,6 +128,7 @@ class DiscordAdapter:
         self.client = self._make_client()
         self.syncs = 0  # app command syncs done (one per process)
         self.readies = 0  # on_ready events seen (one per identify)
+        self.cut = 0  # answers cancelled at the end of the shutdown grace
         self._synced = False
         self._connected = False
         self._closing = False
@@ -215,7 +216,7 @@ class DiscordAdapter:
     async def aclose(self) -> None:
         """Stop taking new work, let answers in flight finish (up to the grace), disconnect."""
         self._closing = True
-        await self._work.drain(self.config.shutdown_grace)
+        self.cut += await self._work.drain(self.config.shutdown_grace)
         if not self.client.is_closed():
             await self.client.close()
 
@@ -455,6 +456,10 @@ class DiscordAdapter:
             async with delivery.typing(channel, self.config.typing_every):
                 try:
                     reply = await self.core.handle(request, status.update)
+                except asyncio.CancelledError:
+                    cut = messages.ANSWER_CUT
+                    await last_word(lambda: channel.send(cut, allowed_mentions=delivery.NO_PINGS))
+                    raise
                 finally:
                     await status.finish()
             parts = render(reply, upload_limit=self._upload_limit(message.guild))
