@@ -253,6 +253,8 @@ class Database:
         with other processes writing), since `threadline run` upgrades it unasked."""
         from datetime import UTC, datetime
 
+        from core.store.schema import describe
+
         path = self.url.split(":///", 1)[1]
         if not path or path == ":memory:":
             return
@@ -261,8 +263,8 @@ class Database:
         await conn.exec_driver_sql("VACUUM INTO ?", (backup,))
         await conn.commit()
         log.warning(
-            "database schema is at %s, this release needs %s: upgrading (a copy is kept in %s)",
-            found.current or "from before schema migrations",
+            "database schema is %s, this release needs %s: upgrading (a copy is kept in %s)",
+            describe(found.current),
             found.head,
             backup,
         )

@@ -178,11 +178,14 @@ def prepare(conn: Any, *, may_upgrade: bool) -> SchemaChange:
 
 
 def behind_message(revision: str | None) -> str:
-    at = revision or "from before schema migrations"
     return (
-        f"database schema is at {at}, this release needs {HEAD}: "
+        f"database schema is {describe(revision)}, this release needs {HEAD}: "
         "back it up, then run `threadline db upgrade`"
     )
+
+
+def describe(revision: str | None) -> str:
+    return f"at {revision}" if revision else "from before schema migrations"
 
 
 def upgrade_to_head(conn: Any) -> None:
