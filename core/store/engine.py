@@ -173,43 +173,53 @@ class Database:
     async def _prepare_once(self, *, may_upgrade: bool) -> SchemaChange:
         from functools import partial
 
-        from core.store.schema import prepare
+        from core.store.schema import prepare, status
 
-        work = partial(prepare, may_upgrade=may_upgrade)
+        locked = True
+        if self.dialect == "sqlite":
+            async with self.engine.connect() as conn:
+                found = await conn.run_sync(status)
+                if may_upgrade and not (found.up_to_date or found.empty or not found.known):
+                    await self._back_up(conn, found)
+            # At head nothing is written (but an outdated derived table), so a process starting
+            # beside a busy one does not queue for its write lock.
+            locked = not found.up_to_date
+        async with self.schema_connection(locked=locked) as conn:
+            return await conn.run_sync(partial(prepare, may_upgrade=may_upgrade))
+
+    @asynccontextmanager
+    async def schema_connection(self, *, locked: bool = True) -> AsyncIterator[AsyncConnection]:
+        """A connection for changing the schema, in one transaction (committed at the end,
+        rolled back on error). `locked`: other processes changing the schema wait meanwhile
+        (PostgreSQL: an advisory lock; SQLite: the write lock, so they never see half-made
+        tables). On SQLite foreign keys are not enforced meanwhile: SQLite changes most columns
+        by copying the table, and with them enforced, dropping the old copy of a parent table
+        would cascade-delete its children's rows."""
         if self.dialect == "postgresql":
             from sqlalchemy import text
 
-            # PostgreSQL's DDL is transactional: create, stamp and upgrade commit together,
-            # one process at a time.
+            # PostgreSQL's DDL is transactional: create, stamp and upgrade commit together.
             async with self.engine.begin() as conn:
-                await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _DDL_LOCK})
-                return await conn.run_sync(work)
-        from core.store.schema import status
-
+                if locked:
+                    await conn.execute(
+                        text("SELECT pg_advisory_xact_lock(:key)"), {"key": _DDL_LOCK}
+                    )
+                yield conn
+            return
         async with self.engine.connect() as conn:
-            found = await conn.run_sync(status)
-            if may_upgrade and not (found.up_to_date or found.empty or not found.known):
-                await self._back_up(conn, found)
-            # SQLite changes most columns by copying the table: with foreign keys enforced,
-            # dropping the old copy of a parent table would cascade-delete its children's rows.
-            # The pragma only takes effect outside a transaction, so it goes first and is set
+            # The pragma only takes effect outside a transaction: it goes first, and is set
             # back after the commit.
             await conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
-            if not found.up_to_date:
-                # The write lock up front: other processes wait (busy_timeout) instead of
-                # seeing half-made tables, and everything below commits or rolls back as one.
-                # At head nothing is written (but an outdated derived table), so a process
-                # starting beside a busy one does not queue for its lock.
+            if locked:
                 await conn.exec_driver_sql("BEGIN IMMEDIATE")
             try:
-                change = await conn.run_sync(work)
+                yield conn
                 await conn.commit()
             except BaseException:
                 await conn.rollback()
                 raise
             finally:
                 await _foreign_keys_on(conn)
-            return change
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[AsyncSession]:

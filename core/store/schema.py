@@ -1,19 +1,21 @@
 """Which schema a database has, and bringing it to the one this code needs.
 
 Every function here takes a synchronous SQLAlchemy Connection (the engine calls them through
-`AsyncConnection.run_sync`) inside a transaction the caller holds; on PostgreSQL that caller
-also holds the schema advisory lock, so processes starting at once take turns.
+`AsyncConnection.run_sync`) inside a transaction the caller holds, under the schema advisory
+lock on PostgreSQL and SQLite's write lock when the schema is not at head, so processes
+starting at once take turns.
 
 A database is in one of four states:
-- empty: created at head in one go (create_all and a version row: much faster than replaying
-  every revision, and the same tables, which the migration tests check);
+- empty: created at head in one go (create_all and a version row: half the time of replaying
+  every revision, bench/schema_setup.py, and the same tables, which the migration tests check);
 - made by `create_all` of a release before migrations (tables, no `alembic_version`): the
   revision it matches is recorded, then it is upgraded like any other;
 - behind head: upgraded when the caller may (`threadline db upgrade`, any process on SQLite),
   refused with what to run otherwise;
 - at an unknown revision (a newer release wrote it): refused, never touched.
 
-Alembic is imported only to upgrade: a database at head costs one small query.
+Alembic is imported only to upgrade: at head, start-up reads the version row and checks the
+derived tables' columns, as it checked them before migrations.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ DERIVED_TABLES = ("code_chunks", "code_graph_files", "code_graph_symbols", "code
 
 VERSION_TABLE = "alembic_version"
 
-# The first revision whose tables a release before migrations made; a database of that era
-# that also has `mcp_tool_pins` was made by the release that added it (revision 0002).
+# A database made by create_all before migrations is matched by its tables: all of revision
+# 0001's tables of record make it 0001, and `mcp_tool_pins` too makes it 0002 (the last release
+# before migrations). Databases made since record their revision, so this list never grows.
 _LEGACY_MARKERS = (("mcp_tool_pins", "0002"),)
 _LEGACY_BASE = "0001"
 # The tables of revision 0001 (frozen, like the revision: never edit).
@@ -125,16 +128,12 @@ def current_revision(conn: Any) -> str | None:
 
 def legacy_revision(conn: Any) -> str | None:
     """The revision a database made by `create_all` of a release before migrations matches;
-    None when it has no tables of ours at all (empty) or lacks some of the first revision's
-    tables of record (older still: upgraded from the start, which creates only what is
-    missing)."""
+    None when it lacks some of the first revision's tables of record (older still: upgraded
+    from the start, which creates only what is missing)."""
     from sqlalchemy import inspect
 
     have = set(inspect(conn).get_table_names())
-    first = _first_revision_tables()
-    if not have & (first | {marker for marker, _ in _LEGACY_MARKERS}):
-        return None
-    if not (first - set(DERIVED_TABLES)) <= have:
+    if not (_first_revision_tables() - set(DERIVED_TABLES)) <= have:
         return None
     for marker, revision in _LEGACY_MARKERS:
         if marker in have:

@@ -107,7 +107,7 @@ async def migrate_from_empty(db: Database) -> None:
     start-up path creates an empty database at head in one go instead)."""
     from core.store.schema import upgrade_to_head
 
-    async with db.engine.begin() as conn:
+    async with db.schema_connection() as conn:
         await conn.run_sync(upgrade_to_head)
 
 
@@ -254,7 +254,7 @@ async def test_starting_on_the_old_database_upgrades_sqlite_and_refuses_postgres
             f"database schema is at {OLD_REVISION}, this release needs {HEAD}: "
             "back it up, then run `threadline db upgrade`"
         )
-        assert (await db.schema_status()).current == OLD_REVISION  # recorded, nothing else
+        assert (await db.schema_status()).current == OLD_REVISION  # matched; nothing written
         assert not (await db.schema_status()).up_to_date
         await db.upgrade()
         await db.create_all()
@@ -290,6 +290,34 @@ async def test_an_older_database_missing_tables_gets_them_and_keeps_its_rows(
     assert (change.before, change.after) == (None, HEAD)
     assert [r["name"] for r in await stored_rows(db, "repos")] == ["threadline", "crème-brûlée"]
     assert not await model_differences(db)
+
+
+async def test_a_revision_that_copies_a_parent_table_keeps_its_childrens_rows(
+    database_url: str, db: Database
+) -> None:
+    """What a later revision may well do: change a column of `repos`, which SQLite does by
+    copying the table. With foreign keys enforced, dropping the old copy would cascade-delete
+    every repository's files, chunks and vector syncs; the schema connection prevents that,
+    and enforces them again afterwards."""
+    import sqlalchemy as sa
+    from alembic.migration import MigrationContext
+    from alembic.operations import Operations
+
+    load_fixture(database_url)
+    await db.upgrade()
+
+    def loosen_origin(conn: Any) -> None:
+        ops = Operations(MigrationContext.configure(conn))
+        with ops.batch_alter_table("repos") as batch:
+            batch.alter_column("origin", existing_type=sa.Text(), nullable=True)
+
+    async with db.schema_connection() as conn:
+        await conn.run_sync(loosen_origin)
+
+    await assert_every_row_kept(db)
+    if database_url.startswith("sqlite"):
+        async with db.engine.connect() as conn:
+            assert (await conn.exec_driver_sql("PRAGMA foreign_keys")).all() == [(1,)]
 
 
 async def test_a_database_at_head_upgrades_as_a_no_op(db: Database) -> None:

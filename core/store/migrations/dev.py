@@ -64,14 +64,17 @@ async def _run(command: str, url: str, message: str) -> int:
 
     db = Database(url)
     try:
-        async with db.engine.begin() as conn:
+        async with db.schema_connection() as conn:
             await conn.run_sync(upgrade_to_head)
+            found = await conn.run_sync(differences)
             if command == "check":
-                found = await conn.run_sync(differences)
                 for diff in found:
                     print(diff)
                 print(f"{len(found)} difference(s) between head ({HEAD}) and the models")
                 return 1 if found else 0
+            if not found:
+                print(f"the models and head ({HEAD}) agree: no revision written")
+                return 1
             revision = _next_id()
 
             def write(sync_conn: Any) -> None:
