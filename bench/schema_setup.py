@@ -7,8 +7,8 @@ the schema is versioned, next to what it cost before migrations, on SQLite and P
   migrate    every revision from the first on an empty database (what `empty` avoids)
 
 The test suite makes a fresh database for almost every storage test, so `empty` against
-`before` is what it pays. Each case runs `--runs` times (default 20), each on a fresh SQLite
-file or PostgreSQL schema; the median and p95 are reported.
+`before` is what it pays. Each case runs `--runs` times (default 20), interleaved with the
+others, each on a fresh SQLite file or PostgreSQL schema; the median and p95 are reported.
 
     python bench/schema_setup.py [--runs N] [--append bench/RESULTS.md]
 """
@@ -63,7 +63,7 @@ async def case_empty(db: Any) -> None:
 async def case_migrate(db: Any) -> None:
     from core.store.schema import upgrade_to_head
 
-    async with db.engine.begin() as conn:
+    async with db.schema_connection() as conn:
         await conn.run_sync(upgrade_to_head)
 
 
@@ -127,11 +127,17 @@ async def run(runs: int) -> list[tuple[str, str, list[float]]]:
         backends = [("sqlite", sqlite_urls(Path(tmp))), ("postgresql", pg_urls(schemas))]
         try:
             for backend, make_url in backends:
-                for name, case, at_head in cases:
-                    await timed(make_url, case, at_head=at_head)  # warm-up: imports, caches
-                    seconds = [await timed(make_url, case, at_head=at_head) for _ in range(runs)]
-                    results.append((backend, name, seconds))
-                    median = statistics.median(seconds) * 1000
+                for _, case, at_head in cases:  # warm-up: imports, caches
+                    await timed(make_url, case, at_head=at_head)
+                # Interleaved, so that load from elsewhere (other processes' DDL behind the
+                # same advisory lock, say) falls on every case alike.
+                seconds: dict[str, list[float]] = {name: [] for name, _, _ in cases}
+                for _ in range(runs):
+                    for name, case, at_head in cases:
+                        seconds[name].append(await timed(make_url, case, at_head=at_head))
+                for name, _, _ in cases:
+                    results.append((backend, name, seconds[name]))
+                    median = statistics.median(seconds[name]) * 1000
                     print(f"{backend:10} {name:8} median {median:.1f} ms")
         finally:
             drop(schemas)
