@@ -397,7 +397,7 @@ def build_slack(app: App, mode: Literal["http", "socket"], **tuning: float) -> S
         api_url=s.slack_api_url,
         **tuning,
     )
-    return SlackAdapter(app.core, config, mode)
+    return SlackAdapter(app.core, config, mode, app.confirmations)
 
 
 def _policy_models(settings: Settings, policy: Policy) -> dict[str, ChatModel]:
