@@ -48,7 +48,7 @@ async def run_background(app: App, stop: asyncio.Event, **discord_tuning: Any) -
 
     try:
         config = DiscordConfig.from_settings(app.settings, **discord_tuning)
-        adapter = DiscordAdapter(app.core, config)
+        adapter = DiscordAdapter(app.core, config, app.confirmations)
         # Discord's outbox messages (digests, late replies) go out once the gateway is ready.
         async with delivering(
             app, "discord", adapter.deliver_outbox, ready=adapter.wait_ready, stop=stop
