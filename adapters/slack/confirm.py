@@ -86,8 +86,8 @@ def _outcome_text(c: Confirmation) -> str:
 
 def tenant_of_click(body: BlockActions) -> str:
     """As for events: the enterprise on Enterprise Grid, else the workspace."""
-    enterprise = body.get("enterprise") or {}
-    return enterprise.get("id") or body["team"]["id"]
+    enterprise = body.get("enterprise")
+    return (enterprise["id"] if enterprise else None) or body["team"]["id"]
 
 
 class SlackConfirmer:
@@ -122,7 +122,8 @@ class SlackConfirmer:
         action = body["actions"][0]
         clicker = body["user"]["id"]
         container = body.get("container") or {}
-        channel = container.get("channel_id") or (body.get("channel") or {}).get("id", "")
+        where = body.get("channel")
+        channel = container.get("channel_id") or (where["id"] if where else "")
         ts = container.get("message_ts", "")
         thread_ts = container.get("thread_ts")
         answered = await self._gate.answer(

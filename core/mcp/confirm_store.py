@@ -143,7 +143,7 @@ class ConfirmationStore:
             .returning(*t.c)
         )
         async with self._db.session() as s:
-            row = (await s.exec(stmt)).first()  # type: ignore[call-overload]
+            row = (await s.exec(stmt)).first()
             if row is not None:
                 return Answered("counted", _view(row))
         current = await self.get(found.id) or found
@@ -172,7 +172,7 @@ class ConfirmationStore:
             .values(state="expired", answered_at=self._clock())
         )
         async with self._db.session() as s:
-            await s.exec(stmt)  # type: ignore[call-overload]
+            await s.exec(stmt)
         return await self.get(confirmation_id)
 
     async def _audit(self, c: Confirmation, outcome: str, detail: str) -> None:

@@ -429,7 +429,7 @@ class FakeDiscord:
             "channel_id": channel["id"],
             "channel": channel,
             "member": member,  # type: ignore[typeddict-item]
-            "message": message,  # type: ignore[typeddict-unknown-key]
+            "message": message,
             "token": secrets.token_urlsafe(24),
             "version": 1,
             "locale": "en-US",

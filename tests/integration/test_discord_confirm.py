@@ -106,6 +106,7 @@ async def _question(fake: FakeDiscord, thread: str) -> tuple[Posted, dict[str, s
         return next((p for p in fake.messages_in(thread) if p.components), None)
 
     posted = await fake.wait_for(asked, within=30)
+    assert posted is not None
     ids = {b["label"]: b["custom_id"] for row in posted.components for b in row["components"]}
     return posted, ids
 

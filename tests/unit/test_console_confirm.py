@@ -54,7 +54,7 @@ async def test_the_typed_answer_is_passed_to_the_gate(
         answers.append((confirmation_id, user, approve))
         return "counted"
 
-    gate.answer = answer  # type: ignore[method-assign]
+    gate.answer = answer  # type: ignore[method-assign,assignment]
     reader = _LineReader(read)
     confirmer = ConsoleConfirmer(Console(file=out), reader, gate, ConsoleIdentity(user="alice"))
     await confirmer.ask(_prompt(gate, 5))
