@@ -1,7 +1,7 @@
 """Confirmation benchmark (not a pytest test): what the SQL-backed confirmations cost and how
 soon a waiting request goes on after the requester's answer.
 
-- poll: one look at the row (`ConfirmationStore.state`), done every 0.5 s per waiting call;
+- poll: one look at the row (`ConfirmationStore.get`), done every 0.5 s per waiting call;
 - answer: the conditional UPDATE of a click (plus its read of the row);
 - same process: from the click's `gate.answer` to the tool having run (the gate is woken);
 - other process: the click answered through another `Database` handle (another process's
@@ -110,7 +110,7 @@ async def measure(url: str, rounds: int) -> dict[str, list[float]]:
         await store.create(prompt)
     for prompt in prompts:
         began = time.perf_counter()
-        await store.state(prompt.id)
+        await store.get(prompt.id)
         out["poll"].append((time.perf_counter() - began) * 1000)
     for prompt in prompts:
         began = time.perf_counter()

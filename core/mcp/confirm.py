@@ -162,37 +162,41 @@ class ConfirmationGate:
                 log.exception("could not show the confirmation for %s", prompt.tool)
                 await self.store.expire(prompt.id)
                 return "unshown"
-            answer = await self._wait(prompt, wake)
-            await self._close(confirmer, prompt)
-            return answer
+            final = await self._wait(prompt, wake)
+            await self._show(confirmer, prompt, final)
+            if final is not None and final.state in ("confirmed", "declined"):
+                return "confirmed" if final.state == "confirmed" else "declined"
+            return "timeout"
         except asyncio.CancelledError:
             # The request gave up (its deadline): nobody may confirm a call that will not run.
-            await asyncio.shield(self._close(confirmer, prompt))
+            await asyncio.shield(self._give_up(confirmer, prompt))
             raise
         finally:
             self._waiting.pop(prompt.id, None)
 
-    async def _wait(self, prompt: ConfirmationPrompt, wake: asyncio.Event) -> Answer:
+    async def _wait(self, prompt: ConfirmationPrompt, wake: asyncio.Event) -> Confirmation | None:
+        """The confirmation once answered, or expired by this wait's end."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
         while True:
-            state = await self.store.state(prompt.id)
-            if state in ("confirmed", "declined"):
-                return "confirmed" if state == "confirmed" else "declined"
+            found = await self.store.get(prompt.id)
+            if found is None or found.state != "pending":
+                return found
             left = deadline - loop.time()
-            if state != "pending" or left <= 0:
+            if left <= 0:
                 break
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(min(self.poll, left)):
                     await wake.wait()
         # An answer may have won the race with the timeout: the row says which came first.
-        final = await self.store.expire(prompt.id)
-        if final is not None and final.state in ("confirmed", "declined"):
-            return "confirmed" if final.state == "confirmed" else "declined"
-        return "timeout"
+        return await self.store.expire(prompt.id)
 
-    async def _close(self, confirmer: Confirmer, prompt: ConfirmationPrompt) -> None:
-        final = await self.store.expire(prompt.id)  # answered ones stay answered
+    async def _give_up(self, confirmer: Confirmer, prompt: ConfirmationPrompt) -> None:
+        await self._show(confirmer, prompt, await self.store.expire(prompt.id))
+
+    async def _show(
+        self, confirmer: Confirmer, prompt: ConfirmationPrompt, final: Confirmation | None
+    ) -> None:
         if final is None or not isinstance(confirmer, ClosingConfirmer):
             return
         try:

@@ -153,14 +153,6 @@ class ConfirmationStore:
             current = await self.expire(found.id) or current
         return Answered("stale", current)
 
-    async def state(self, confirmation_id: str) -> State | None:
-        from sqlalchemy import select
-
-        t = McpConfirmation.__table__  # type: ignore[attr-defined]
-        async with self._db.session() as s:
-            value = (await s.exec(select(t.c.state).where(t.c.id == confirmation_id))).first()  # type: ignore[call-overload]
-        return value[0] if value is not None else None
-
     async def expire(self, confirmation_id: str) -> Confirmation | None:
         """Expire it if still pending; return it as it now stands (answered ones stay so)."""
         from sqlalchemy import update
