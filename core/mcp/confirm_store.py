@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from core.store.engine import Database
@@ -29,6 +29,9 @@ State = Literal["pending", "confirmed", "declined", "expired"]
 Status = Literal["counted", "ignored", "stale", "unknown"]
 PENDING: State = "pending"
 _ID_CHARS = 64
+# How long a settled confirmation is kept: a click on an older question finds nothing (its
+# buttons were retired long before); the audit log keeps the record.
+KEEP = timedelta(days=7)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +105,12 @@ class ConfirmationStore:
             created_at=self._clock(),
             expires_at=prompt.expires_at,
         )
+        from sqlalchemy import delete
+
+        t = McpConfirmation.__table__  # type: ignore[attr-defined]
+        old = delete(t).where(t.c.expires_at < self._clock() - KEEP)
         async with self._db.session() as s:
+            await s.exec(old)
             s.add(row)
 
     async def get(self, confirmation_id: str) -> Confirmation | None:

@@ -499,7 +499,9 @@ class McpConfirmation(SQLModel, table=True):
     pending, unexpired row, so the first answer counts and counts once."""
 
     __tablename__ = "mcp_confirmations"
-    __table_args__ = (Index("ix_mcp_confirmations_expires", "state", "expires_at"),)
+    # Rows are dropped a while after they expire (ConfirmationStore.create): the audit log keeps
+    # what happened.
+    __table_args__ = (Index("ix_mcp_confirmations_expires", "expires_at"),)
 
     id: str = Field(primary_key=True, max_length=64)
     request_id: str = Field(max_length=64)

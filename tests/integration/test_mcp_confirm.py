@@ -268,3 +268,37 @@ async def test_a_request_that_gives_up_retires_its_prompt(
     assert (await _row(p.db, prompt.id)).state == "expired"
     assert [c.state for c in recorder.closed_with] == ["expired"]
     assert (await p.gate.answer(prompt.id, "U-ALICE", True)).status == "stale"
+
+
+async def test_confirmations_are_dropped_a_week_after_they_expire(
+    open_db: Callable[[], Database],
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from core.mcp.confirm_store import KEEP
+
+    db = open_db()
+    now = datetime.now(UTC)
+
+    def prompt(n: int, at: datetime) -> ConfirmationPrompt:
+        return ConfirmationPrompt(
+            id=f"id-{n}",
+            request_id="r",
+            platform="slack",
+            tenant="T1",
+            channel="C1",
+            thread="th",
+            user="U-ALICE",
+            tool="delete_item",
+            arguments="{}",
+            expires_at=at + timedelta(seconds=120),
+        )
+
+    await ConfirmationStore(db, lambda: now).create(prompt(1, now))
+    later = now + KEEP
+    await ConfirmationStore(db, lambda: later).create(prompt(2, later))
+    assert await ConfirmationStore(db).get("id-1") is not None  # expired less than KEEP ago
+    much_later = later + timedelta(minutes=5)
+    await ConfirmationStore(db, lambda: much_later).create(prompt(3, much_later))
+    assert await ConfirmationStore(db).get("id-1") is None
+    assert await ConfirmationStore(db).get("id-2") is not None
