@@ -1,14 +1,16 @@
 """Confirmation buttons on Slack, end to end: the real app and slack-bolt served by uvicorn, the
 test MCP server's destructive tool proposed by the fake model, the question posted with Block
 Kit buttons in the fake Slack, and signed `block_actions` clicks sent back over HTTP — to the
-same web process, or to a second one sharing the database.
+same web process, or to a second one sharing the database — or over Socket Mode.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import sys
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ import pytest
 from sqlmodel import select
 
 from adapters.slack.confirm import CANCEL, RUN
+from bot.app import build_app, build_slack
 from core.store.models import AuditEntry, McpConfirmation
 from tests.conftest import POLICY_ALL
 from tests.fakes.openai_server import FakeOpenAI
@@ -221,8 +224,6 @@ def test_double_clicks_count_once(
     app = _start(serve_slack)
     _ask_to_delete(app, fake_slack, fake_llm)
     asked = _question(fake_slack)
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(4) as pool:
         statuses = list(
             pool.map(
@@ -237,3 +238,50 @@ def test_double_clicks_count_once(
     assert fake_llm.requests[1]["messages"][-1]["content"].count("deleted 3") == (
         1 if action == RUN else 0
     )
+
+
+async def test_buttons_work_over_socket_mode(
+    make_settings: Callable[..., Any],
+    write_policy: Callable[[str], Path],
+    fake_slack: FakeSlack,
+    fake_llm: FakeOpenAI,
+) -> None:
+    """`threadline run` with an app token: the click arrives as an `interactive` envelope."""
+    settings = make_settings(
+        policy_file=write_policy(POLICY),
+        llm_base_url=fake_llm.url,
+        llm_model="fake-model",
+        llm_max_retries=0,
+        slack_bot_token=fake_slack.bot_token,
+        slack_app_token=fake_slack.app_token,
+        slack_api_url=fake_slack.api_url,
+        mcp={"t": {"command": sys.executable, "args": [str(SERVER)]}},
+    )
+    app = build_app(settings)
+    await app.db.create_all()
+    app.mcp.start()
+    slack = build_slack(app, "socket")
+    await slack.start()
+    stop = asyncio.Event()
+    serving = asyncio.create_task(slack.run_socket_mode(stop))
+    try:
+        async with asyncio.timeout(60):
+            await app.mcp.wait_ready("t")
+        fake_llm.tool_calls(("t__delete_item", {"item_id": 3}))
+        fake_llm.reply("Done as you decided.")
+        event = mention("please delete item 3", ts=new_ts())
+        await asyncio.to_thread(fake_slack.send_envelope, "events_api", event, 20)
+        asked = await asyncio.to_thread(_question, fake_slack)
+        click = block_actions(asked, RUN, user="U1")
+        envelope = await asyncio.to_thread(fake_slack.send_envelope, "interactive", click)
+        await asyncio.to_thread(fake_slack.wait_ack, envelope)
+        async with asyncio.timeout(60):
+            await slack.idle()
+        settled = fake_slack.message("C1", asked["ts"])
+        assert "<@U1> confirmed" in settled["text"] and _buttons(settled) == []
+        assert "deleted 3" in fake_llm.requests[1]["messages"][-1]["content"]
+    finally:
+        stop.set()
+        await serving
+        await slack.aclose()
+        await app.aclose()
