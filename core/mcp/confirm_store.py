@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
+from sqlalchemy import delete, update
+
 from core.store.engine import Database
 from core.store.models import AuditEntry, McpConfirmation
 
@@ -105,8 +107,6 @@ class ConfirmationStore:
             created_at=self._clock(),
             expires_at=prompt.expires_at,
         )
-        from sqlalchemy import delete
-
         t = McpConfirmation.__table__  # type: ignore[attr-defined]
         old = delete(t).where(t.c.expires_at < self._clock() - KEEP)
         async with self._db.session() as s:
@@ -131,8 +131,6 @@ class ConfirmationStore:
     ) -> Answered:
         """`user` answered (their identity verified by the adapter). A confirmation of another
         platform or tenant is unknown to this caller: ids never open another workspace's."""
-        from sqlalchemy import update
-
         found = await self.get(confirmation_id)
         if found is None or (platform is not None and found.platform != platform):
             return Answered("unknown", None)
@@ -163,8 +161,6 @@ class ConfirmationStore:
 
     async def expire(self, confirmation_id: str) -> Confirmation | None:
         """Expire it if still pending; return it as it now stands (answered ones stay so)."""
-        from sqlalchemy import update
-
         t = McpConfirmation.__table__  # type: ignore[attr-defined]
         stmt = (
             update(t)

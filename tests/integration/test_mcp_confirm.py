@@ -302,3 +302,32 @@ async def test_confirmations_are_dropped_a_week_after_they_expire(
     await ConfirmationStore(db, lambda: much_later).create(prompt(3, much_later))
     assert await ConfirmationStore(db).get("id-1") is None
     assert await ConfirmationStore(db).get("id-2") is not None
+
+
+async def test_an_answer_past_the_expiry_is_stale_even_before_the_waiter_noticed(
+    open_db: Callable[[], Database],
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    db = open_db()
+    now = datetime.now(UTC)
+    prompt = ConfirmationPrompt(
+        id="still-pending",
+        request_id="r",
+        platform="slack",
+        tenant="T1",
+        channel="C1",
+        thread="th",
+        user="U-ALICE",
+        tool="delete_item",
+        arguments="{}",
+        expires_at=now + timedelta(seconds=60),
+    )
+    await ConfirmationStore(db, lambda: now).create(prompt)
+    late = ConfirmationStore(db, lambda: now + timedelta(seconds=61))
+    answered = await late.answer(prompt.id, user="U-ALICE", approve=True)
+    assert answered.status == "stale"
+    assert answered.confirmation is not None and answered.confirmation.state == "expired"
+    on_time = ConfirmationStore(db, lambda: now + timedelta(seconds=59))
+    assert (await on_time.answer(prompt.id, user="U-ALICE", approve=True)).status == "stale"
+    assert await _audit(db) == ["confirm_stale", "confirm_stale"]
