@@ -10,10 +10,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 log = logging.getLogger(__name__)
+
+# A note posted as an answer is cut must fit before the shutdown backstop (3 s after the bound).
+LAST_WORD_TIMEOUT = 1.5
+
+
+async def last_word(post: Callable[[], Awaitable[object]]) -> None:
+    """Post a short note from a task that is being cancelled (shutdown cut its answer), so the
+    person who asked is not left waiting for an answer that will never come. Bounded and
+    best-effort: a note that cannot go out in time is logged, never retried."""
+    try:
+        await asyncio.wait_for(post(), LAST_WORD_TIMEOUT)
+    except Exception as exc:  # includes TimeoutError
+        log.warning("could not post the note about a cut answer (%s)", type(exc).__name__)
 
 
 class BackgroundWork:
@@ -40,13 +53,16 @@ class BackgroundWork:
         while self._tasks:
             await asyncio.wait(list(self._tasks))
 
-    async def drain(self, grace: float) -> None:
-        """Let work in flight finish for up to `grace` seconds, then cancel the rest."""
+    async def drain(self, grace: float) -> int:
+        """Let work in flight finish for up to `grace` seconds, then cancel the rest; returns
+        how many were cancelled."""
         if not self._tasks:
-            return
+            return 0
         log.info("waiting for %d %s answers in flight", len(self._tasks), self._label)
         _, pending = await asyncio.wait(list(self._tasks), timeout=grace)
         for task in pending:
             task.cancel()
         if pending:
+            log.warning("%s: %d answer(s) still in flight cancelled", self._label, len(pending))
             await asyncio.wait(pending)
+        return len(pending)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from adapters.console.translate import ConsoleIdentity
     from bot.app import App
+    from bot.shutdown import Shutdown
     from config.settings import Settings
     from core.digest.scheduler import DigestScheduler
 
@@ -225,10 +226,34 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     except (PolicyError, DatabaseURLError) as exc:
         print(f"Threadline cannot start: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    if args.command not in ("run", "serve", "worker"):
+        return await _dispatch_app(app, args, None)
+    from bot.startup_checks import SharedResourceError, held_alone
+
+    try:
+        with held_alone(settings, args.command):
+            if not _long_running(args.command, settings):  # `run` as the console
+                return await _dispatch_app(app, args, None)
+            from bot.shutdown import Shutdown
+
+            shutdown = Shutdown(settings.shutdown_grace)
+            with shutdown.signals():  # through the cleanup: a second signal ends it too
+                code = await _dispatch_app(app, args, shutdown)
+            finished = shutdown.finished()
+            return code if code != EXIT_OK else finished
+    except SharedResourceError as exc:
+        await app.aclose()
+        print(exc, file=sys.stderr)
+        return EXIT_CONFIG
+
+
+async def _dispatch_app(app: App, args: argparse.Namespace, shutdown: Shutdown | None) -> int:
+    """Run the command with its app, and close the app after it. `shutdown` is given to
+    the long-running commands (signals are handled by it while they run)."""
     upkeep: asyncio.Task[None] | None = None
     scheduler: DigestScheduler | None = None
     try:
-        if _long_running(args.command, settings) and not await _database_reachable(app):
+        if _long_running(args.command, app.settings) and not await _database_reachable(app):
             return EXIT_FAILED
         if args.command in ("run", "serve", "worker", "chat"):
             app.mcp.start()  # MCP servers connect in the background; nothing waits for them
@@ -242,6 +267,8 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
             scheduler = DigestScheduler(app.digests)
             await scheduler.start()
+            if shutdown is not None:  # no digest starts once the process is shutting down
+                shutdown.on_begin(scheduler.pause)
         elif args.command == "chat":  # an edited playbook is tried at once in a chat session
             from bot.upkeep import keep_skills_fresh
 
@@ -277,15 +304,16 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
             return await outbox_command(app, args)
         if args.command == "run":
-            return await _run(app)
+            return await _run(app, shutdown)
+        assert shutdown is not None
         if args.command == "serve":
             from bot.server import serve
 
-            return await serve(app, args.host, args.port)
+            return await serve(app, args.host, args.port, shutdown)
         if args.command == "worker":
             from bot.worker import run_worker
 
-            return await run_worker(app)
+            return await run_worker(app, shutdown)
         raise AssertionError(args.command)
     finally:
         if scheduler is not None:
@@ -351,7 +379,7 @@ async def _chat(app: App, who: ConsoleIdentity) -> int:
     return await chat(app.core, who, app.settings.data_dir / "attachments", app.confirmations)
 
 
-async def _run(app: App) -> int:
+async def _run(app: App, shutdown: Shutdown | None) -> int:
     """Everything configured: Slack over Socket Mode with an app token, Slack over HTTP with a
     bot token and signing secret (as `serve`, on 127.0.0.1:$PORT), and the Discord gateway
     client with DISCORD_TOKEN (beside Slack when both are set); with no chat tokens, the
@@ -361,39 +389,40 @@ async def _run(app: App) -> int:
 
     demo = start_demo(app) if await should_index_demo(app) else None
     try:
-        return await _run_adapters(app)
+        return await _run_adapters(app, shutdown)
     finally:
         if demo is not None and not demo.done():
             demo.cancel()
             await asyncio.gather(demo, return_exceptions=True)
 
 
-async def _run_adapters(app: App) -> int:
+async def _run_adapters(app: App, shutdown: Shutdown | None) -> int:
     from adapters.console.translate import ConsoleIdentity
     from bot.app import slack_http_configured
 
     s = app.settings
-    slack: Coroutine[Any, Any, int] | None = None
-    if s.slack_app_token:
-        from bot.server import run_socket_mode
+    if shutdown is not None:  # chat tokens are set: no console
+        slack: Coroutine[Any, Any, int] | None = None
+        if s.slack_app_token:
+            from bot.server import run_socket_mode
 
-        slack = run_socket_mode(app)
-    elif slack_http_configured(s):
-        from bot.server import serve
+            slack = run_socket_mode(app, shutdown)
+        elif slack_http_configured(s):
+            from bot.server import serve
 
-        port = os.environ.get("PORT") or "8080"
-        if not port.isdigit():
-            print("Threadline cannot start: PORT must be a port number", file=sys.stderr)
-            return EXIT_CONFIG
-        slack = serve(app, "127.0.0.1", int(port))
-    if s.discord_token:
-        if slack is None:
-            from bot.worker import run_worker
+            port = os.environ.get("PORT") or "8080"
+            if not port.isdigit():
+                print("Threadline cannot start: PORT must be a port number", file=sys.stderr)
+                return EXIT_CONFIG
+            slack = serve(app, "127.0.0.1", int(port), shutdown)
+        if s.discord_token:
+            if slack is None:
+                from bot.worker import run_worker
 
-            return await run_worker(app)
-        return await _beside_discord(app, slack)
-    if slack is not None:
-        return await slack
+                return await run_worker(app, shutdown)
+            return await _beside_discord(app, slack, shutdown)
+        if slack is not None:
+            return await slack
     from adapters.console.outbox import ConsoleOutbox
     from bot.delivery import delivering
 
@@ -402,27 +431,24 @@ async def _run_adapters(app: App) -> int:
         return await _chat(app, ConsoleIdentity())
 
 
-async def _beside_discord(app: App, slack: Coroutine[Any, Any, int]) -> int:
-    """Slack (which handles SIGTERM itself) and Discord in one process. Discord stops when
-    Slack does; when Discord cannot run, Slack is stopped too and the exit status is 1, so
-    the supervisor restarts the process."""
-    import signal
-
+async def _beside_discord(app: App, slack: Coroutine[Any, Any, int], shutdown: Shutdown) -> int:
+    """Slack and Discord in one process, both stopped by `shutdown`. When Discord cannot
+    run, Slack is stopped too and the exit status is 1, so the supervisor restarts the
+    process."""
     from bot.worker import run_background
 
-    stop = asyncio.Event()
-    discord = asyncio.create_task(run_background(app, stop))
+    discord = asyncio.create_task(run_background(app, shutdown))
 
     def ended(task: asyncio.Task[int]) -> None:
         failed = task.cancelled() or task.exception() is not None or task.result() != EXIT_OK
-        if failed and not stop.is_set():
-            os.kill(os.getpid(), signal.SIGTERM)  # Slack drains its work and returns
+        if failed:
+            shutdown.begin("Discord stopped")  # Slack drains its work and returns
 
     discord.add_done_callback(ended)
     try:
         code = await slack
     finally:
-        stop.set()
+        shutdown.begin("Slack stopped")
         [outcome] = await asyncio.gather(discord, return_exceptions=True)
     discord_code = outcome if isinstance(outcome, int) else EXIT_FAILED
     return code if code != EXIT_OK else discord_code

@@ -32,10 +32,14 @@ async def delivering(
     ready: Callable[[], Awaitable[None]] | None = None,
     stop: asyncio.Event | None = None,
     every: float = DRAIN_EVERY,
+    grace: Callable[[], float] = lambda: STOP_GRACE,
+    cut: Callable[[str], None] | None = None,
 ) -> AsyncIterator[None]:
     """Drain `platform`'s outbox while the block runs: after `ready()` returned (if given),
     until the block ends or `stop` is set. On the way out the delivery in hand may finish
-    (up to `STOP_GRACE`), then the leases are released for other processes."""
+    (up to `grace()` seconds: what is left of the shutdown bound), then the leases are
+    released for other processes (a cut delivery is retried by its ledger, without
+    posting a part twice); `cut` is told when that happens."""
     done = asyncio.Event()
     owner = owner_id()
 
@@ -59,8 +63,12 @@ async def delivering(
         if watcher is not None:
             watcher.cancel()
         try:
-            await asyncio.wait_for(task, STOP_GRACE)  # cancels it (leases released) on timeout
-        except (TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(task, grace())  # cancels it (leases released) on timeout
+        except TimeoutError:
+            log.warning("the %s outbox delivery in hand was cut at the shutdown bound", platform)
+            if cut is not None:
+                cut(f"a {platform} outbox delivery")
+        except asyncio.CancelledError:
             pass
         except Exception:
             log.exception("the %s outbox delivery stopped with an error", platform)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
+import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -18,13 +18,16 @@ if TYPE_CHECKING:
 
     from adapters.slack.app import SlackAdapter
     from bot.app import App
+    from bot.shutdown import Shutdown
 
 EXIT_CONFIG = 2
 
 log = logging.getLogger(__name__)
 
 
-def create_http_app(app: App, slack: SlackAdapter | None = None) -> Starlette:
+def create_http_app(
+    app: App, slack: SlackAdapter | None = None, shutdown: Shutdown | None = None
+) -> Starlette:
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse, Response
@@ -47,7 +50,19 @@ def create_http_app(app: App, slack: SlackAdapter | None = None) -> Starlette:
 
     probe = ReadinessProbe(app)
 
+    def stopping() -> bool:
+        return shutdown is not None and shutdown.requested.is_set()
+
     async def readyz(_: Request) -> Response:
+        if stopping():  # a load balancer stops sending work here while it drains
+            return JSONResponse(
+                {
+                    "status": "not ready",
+                    "failing": ["process"],
+                    "checks": {"process": "shutting down"},
+                },
+                status_code=503,
+            )
         ready = await probe.check()
         if ready.ok:
             return JSONResponse({"status": "ready", "checks": ready.checks})
@@ -64,7 +79,16 @@ def create_http_app(app: App, slack: SlackAdapter | None = None) -> Starlette:
 
     routes = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics)]
     if slack is not None:
-        routes.append(Route("/slack/events", slack.endpoint, methods=["POST"]))
+        endpoint = slack.endpoint
+
+        async def slack_events(request: Request) -> Response:
+            if stopping():
+                # Not acknowledged and not claimed: Slack retries the event, and another
+                # process (or this one, restarted) answers it; duplicates are claimed away.
+                return Response("shutting down\n", status_code=503)
+            return await endpoint(request)
+
+        routes.append(Route("/slack/events", slack_events, methods=["POST"]))
     return Starlette(routes=routes)
 
 
@@ -83,7 +107,10 @@ async def start_slack(app: App, mode: str) -> SlackAdapter | None:
     return slack
 
 
-async def serve(app: App, host: str, port: int) -> int:
+async def serve(app: App, host: str, port: int, shutdown: Shutdown) -> int:
+    """Serve until `shutdown` starts; then, while the port still answers (`/healthz` 200,
+    `/readyz` 503, Slack events 503), let acknowledged answers finish within the bound, stop
+    the HTTP server, and hand back the outbox leases."""
     import uvicorn
 
     from bot.app import slack_http_configured
@@ -95,72 +122,90 @@ async def serve(app: App, host: str, port: int) -> int:
         if slack is None:
             return EXIT_CONFIG
     config = uvicorn.Config(
-        create_http_app(app, slack), host=host, port=port, log_level="info", lifespan="off"
+        create_http_app(app, slack, shutdown),
+        host=host,
+        port=port,
+        log_level="info",
+        lifespan="off",
     )
-    try:
-        # uvicorn drains connections before returning; the outbox delivery stops after it.
-        async with _delivering_slack(app, slack):
-            await _make_server(config).serve()
-    finally:
+    server = _make_server(config)
+
+    async def drain_then_stop() -> None:
+        await shutdown.requested.wait()
         if slack is not None:
-            await slack.aclose()  # answers already acknowledged are finished, not dropped
+            await _settled(slack.idle(), shutdown.remaining())
+        # uvicorn then closes the port and waits for open requests, within what is left.
+        config.timeout_graceful_shutdown = max(1, math.ceil(shutdown.remaining()))
+        server.should_exit = True
+
+    stopper = asyncio.create_task(drain_then_stop(), name="shutdown-serve")
+    try:
+        async with _delivering_slack(app, slack, shutdown):
+            await server.serve()
+    finally:
+        stopper.cancel()
+        await asyncio.gather(stopper, return_exceptions=True)
+        if slack is not None:
+            # Answers still running now have used up the bound: they are cancelled.
+            cut = await slack.aclose(grace=shutdown.remaining())
+            if cut:
+                shutdown.cut(f"{cut} Slack answer(s)")
     return 0
 
 
-async def run_socket_mode(app: App) -> int:
-    """`threadline run` with SLACK_APP_TOKEN: Slack over Socket Mode until SIGTERM/SIGINT."""
+async def run_socket_mode(app: App, shutdown: Shutdown) -> int:
+    """`threadline run` with SLACK_APP_TOKEN: Slack over Socket Mode until `shutdown` starts;
+    then the connection is closed (no new events), and answers in flight get the bound."""
     await app.db.create_all()
     slack = await start_slack(app, "socket")
     if slack is None:
         return EXIT_CONFIG
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     try:
-        async with _delivering_slack(app, slack):
-            await slack.run_socket_mode(stop)
+        async with _delivering_slack(app, slack, shutdown):
+            await slack.run_socket_mode(shutdown.requested)
     finally:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(sig)
-        await slack.aclose()
+        cut = await slack.aclose(grace=shutdown.remaining())
+        if cut:
+            shutdown.cut(f"{cut} Slack answer(s)")
     log.info("Socket Mode stopped")
     return 0
 
 
-def _delivering_slack(app: App, slack: SlackAdapter | None) -> AbstractAsyncContextManager[None]:
+async def _settled(work: Coroutine[Any, Any, None], seconds: float) -> None:
+    """Wait for `work` up to `seconds`; it is cancelled (not what it waited for) after."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(work, seconds)
+
+
+def _delivering_slack(
+    app: App, slack: SlackAdapter | None, shutdown: Shutdown
+) -> AbstractAsyncContextManager[None]:
     """Slack's outbox messages (digests, late replies) are posted by the process that serves
     Slack, while it does."""
     if slack is None:
         return contextlib.nullcontext()
     from bot.delivery import delivering
 
-    return delivering(app, "slack", slack.deliver_outbox)
+    return delivering(
+        app,
+        "slack",
+        slack.deliver_outbox,
+        stop=shutdown.requested,
+        grace=shutdown.remaining,
+        cut=shutdown.cut,
+    )
 
 
 def _make_server(config: Any) -> Any:
     import uvicorn
 
     class Server(uvicorn.Server):
-        """uvicorn, minus its habit of re-raising SIGTERM/SIGINT after a graceful shutdown
-        (which kills the process with the signal, skips our cleanup and makes a clean stop
-        look like a crash, exit status 143). Here a signal means: drain, clean up, exit 0."""
+        """uvicorn without signal handling of its own: `bot.shutdown` owns SIGTERM/SIGINT
+        (uvicorn would stop listening at once, and re-raise the signal after its shutdown,
+        which skips our cleanup and makes a clean stop look like a crash)."""
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
-            loop = asyncio.get_running_loop()
-
-            def stop() -> None:
-                if self.should_exit:  # a second signal: stop without draining
-                    self.force_exit = True
-                self.should_exit = True
-
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(sig, stop)
-            try:
-                yield
-            finally:
-                for sig in (signal.SIGTERM, signal.SIGINT):
-                    loop.remove_signal_handler(sig)
+            yield
 
     return Server(config)

@@ -292,6 +292,14 @@ class Settings(BaseSettings):
         le=3600,
         validation_alias=_alias("THREADLINE_REQUEST_DEADLINE", "request_deadline"),
     )
+    # Seconds `run`, `serve` and `worker` give work in flight after SIGTERM/SIGINT before they
+    # cut it and exit: under the usual 30 s a platform waits before it kills the process.
+    shutdown_grace: float = Field(
+        25.0,
+        gt=0,
+        le=3600,
+        validation_alias=_alias("THREADLINE_SHUTDOWN_GRACE", "shutdown_grace"),
+    )
     persona: str = Field("", validation_alias=_alias("THREADLINE_PERSONA", "persona"))
     # Skill folders searched before ./skills and the shipped examples (comma-separated).
     skills_dirs: Annotated[tuple[Path, ...], NoDecode] = Field(
@@ -586,6 +594,7 @@ _ENV_NAMES = {
     "tool_max_result_chars": "THREADLINE_TOOL_MAX_RESULT_CHARS",
     "request_deadline": "THREADLINE_REQUEST_DEADLINE",
     "mcp_confirm_timeout": "THREADLINE_MCP_CONFIRM_TIMEOUT",
+    "shutdown_grace": "THREADLINE_SHUTDOWN_GRACE",
     "persona": "THREADLINE_PERSONA",
     "skills_dirs": "THREADLINE_SKILLS_DIRS",
     "skills_index_share": "THREADLINE_SKILLS_INDEX_SHARE",

@@ -5,6 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 
 INTERNAL_ERROR = "Sorry, something went wrong on my side while answering. It has been logged."
+ANSWER_CUT = (
+    "Threadline was restarting and had to stop before finishing this answer. Please ask again."
+)
 VOICE_NOT_SET_UP = "Voice replies are not set up here, so the answer is text only."
 EMPTY_MESSAGE_HINT = "You sent an empty message. Here is what I can do:"
 NO_MODEL = (

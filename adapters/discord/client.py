@@ -25,7 +25,7 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
-from adapters.background import BackgroundWork
+from adapters.background import BackgroundWork, last_word
 from adapters.discord import delivery
 from adapters.discord.confirm import DiscordConfirmer, is_confirmation_click
 from adapters.discord.endpoints import api_base, follow_gateway, use_rest_base
@@ -137,6 +137,7 @@ class DiscordAdapter:
         )
         self.syncs = 0  # app command syncs done (one per process)
         self.readies = 0  # on_ready events seen (one per identify)
+        self.cut = 0  # answers cancelled at the end of the shutdown grace
         self._synced = False
         self._connected = False
         self._closing = False
@@ -228,7 +229,7 @@ class DiscordAdapter:
         self._closing = True
         if self.confirmations is not None and self._confirmer is not None:
             self.confirmations.unregister(PLATFORM, self._confirmer)
-        await self._work.drain(self.config.shutdown_grace)
+        self.cut += await self._work.drain(self.config.shutdown_grace)
         if not self.client.is_closed():
             await self.client.close()
 
@@ -472,6 +473,10 @@ class DiscordAdapter:
             async with delivery.typing(channel, self.config.typing_every):
                 try:
                     reply = await self.core.handle(request, status.update)
+                except asyncio.CancelledError:
+                    cut = messages.ANSWER_CUT
+                    await last_word(lambda: channel.send(cut, allowed_mentions=delivery.NO_PINGS))
+                    raise
                 finally:
                     await status.finish()
             parts = render(reply, upload_limit=self._upload_limit(message.guild))

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from adapters.background import BackgroundWork
+from adapters.background import BackgroundWork, last_word
 from adapters.slack import filters
 from adapters.slack.confirm import ACTION_IDS, SlackConfirmer
 from adapters.slack.delivery import Delivery, DeliveryFailed, Target
@@ -185,12 +185,14 @@ class SlackAdapter:
         """Wait until all scheduled work (answers, deliveries) has finished."""
         await self._work.idle()
 
-    async def aclose(self, grace: float = 30.0) -> None:
-        """Let in-flight answers finish (up to `grace` seconds), then close the HTTP session."""
+    async def aclose(self, grace: float = 30.0) -> int:
+        """Let in-flight answers finish (up to `grace` seconds), then close the HTTP session;
+        returns how many answers were cancelled at the end of the grace."""
         if self.confirmations is not None and self._confirmer is not None:
             self.confirmations.unregister(PLATFORM, self._confirmer)
-        await self._work.drain(grace)
+        cut = await self._work.drain(grace)
         await self._close_session()
+        return cut
 
     async def _close_session(self) -> None:
         if self._session is not None:
@@ -334,6 +336,9 @@ class SlackAdapter:
         progress = self._progress_line(channel, thread)
         try:
             reply = await self.core.handle(request, progress.update)
+        except asyncio.CancelledError:
+            await last_word(lambda: self._say(channel, thread, messages.ANSWER_CUT))
+            raise
         finally:
             await progress.finish()
         target = Target(
@@ -391,6 +396,9 @@ class SlackAdapter:
             progress = self._progress_line(body["channel_id"], None)
             try:
                 reply = await self.core.handle(request, progress.update)
+            except asyncio.CancelledError:
+                await last_word(lambda: self._say(body["channel_id"], None, messages.ANSWER_CUT))
+                raise
             finally:
                 await progress.finish()
         # Personal results and refusals go only to the person who asked; answers are posted
@@ -418,6 +426,10 @@ class SlackAdapter:
             await self._delivery.deliver(target, reply)
         except DeliveryFailed:
             pass  # logged with its Slack error code by the delivery
+
+    async def _say(self, channel: str, thread: str | None, text: str) -> None:
+        assert self._client is not None
+        await self._client.chat_postMessage(channel=channel, thread_ts=thread, text=text)
 
     def _progress_line(self, channel: str, thread: str | None) -> ProgressLine:
         client = self._client

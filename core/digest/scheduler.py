@@ -70,6 +70,11 @@ class DigestScheduler:
         )
         await self._run_due()  # catch up what was missed while no worker ran
 
+    def pause(self) -> None:
+        """Fire no more jobs (a shutdown has begun); runs already started go on."""
+        if self._scheduler is not None:
+            self._scheduler.pause()
+
     async def stop(self) -> None:
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=False)

@@ -88,6 +88,9 @@ class FakeGateway:
         self.resumes: list[dict[str, Any]] = []  # RESUME payloads, token removed
         self.connections: list[dict[str, str]] = []  # query strings the client dialled
         self.redelivered: list[dict[str, Any]] = []  # frames sent again on a RESUME
+        # Close codes of ended connections (1000: the client closed it cleanly; 1006: it
+        # dropped without a closing handshake).
+        self.closes: list[int | None] = []
         self._sessions: dict[str, Session] = {}
         self._pending: list[tuple[str, Any, bool]] = []
         self._replay = 0
@@ -153,6 +156,8 @@ class FakeGateway:
             for session in self._sessions.values():
                 if session.conn is conn:
                     session.conn = None
+            self.closes.append(ws.close_code)
+            await self.world.changed()
         return ws
 
     async def _on_frame(self, conn: Connection, frame: dict[str, Any]) -> None:
