@@ -92,6 +92,7 @@ def build_app(
     from core.llm.usage import UsageRecorder
     from core.mcp.commands import mcp_commands
     from core.mcp.confirm import ConfirmationGate
+    from core.mcp.confirm_store import ConfirmationStore
     from core.mcp.manager import McpManager
     from core.mcp.pins import PinStore
     from core.mcp.resources import resources_for_prompt
@@ -157,7 +158,10 @@ def build_app(
     )
     tool_names.extend(registry.names())
     audit = AuditLog(db)
-    confirmations = ConfirmationGate(audit)
+    # Pending confirmations live in SQL: a button click may reach another process.
+    confirmations = ConfirmationGate(
+        ConfirmationStore(db, clock), timeout=settings.mcp_confirm_timeout, clock=clock
+    )
     # MCP tools join the registry as their servers connect (core/mcp/manager.py).
     mcp = McpManager(settings.mcp, registry, PinStore(db, clock))
     dispatcher = Dispatcher(
@@ -393,7 +397,7 @@ def build_slack(app: App, mode: Literal["http", "socket"], **tuning: float) -> S
         api_url=s.slack_api_url,
         **tuning,
     )
-    return SlackAdapter(app.core, config, mode)
+    return SlackAdapter(app.core, config, mode, app.confirmations)
 
 
 def _policy_models(settings: Settings, policy: Policy) -> dict[str, ChatModel]:

@@ -45,7 +45,7 @@ async def run_background(app: App, shutdown: Shutdown, **discord_tuning: Any) ->
         # Answers in flight get the shutdown bound (the drain starts with the signal).
         tuning = {"shutdown_grace": shutdown.grace, **discord_tuning}
         config = DiscordConfig.from_settings(app.settings, **tuning)
-        adapter = DiscordAdapter(app.core, config)
+        adapter = DiscordAdapter(app.core, config, app.confirmations)
         # Discord's outbox messages (digests, late replies) go out once the gateway is ready.
         async with delivering(
             app,

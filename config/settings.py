@@ -335,6 +335,13 @@ class Settings(BaseSettings):
     providers: dict[str, ProviderSettings] = {}
     # MCP servers, `[mcp.NAME]` tables of the settings file (core/mcp/config.py).
     mcp: dict[str, McpServerSettings] = {}
+    # Seconds the requesting user has to confirm a tool call with side effects.
+    mcp_confirm_timeout: float = Field(
+        120.0,
+        gt=0,
+        le=3600,
+        validation_alias=_alias("THREADLINE_MCP_CONFIRM_TIMEOUT", "mcp_confirm_timeout"),
+    )
 
     # Code search. "local": all-MiniLM-L6-v2 on the CPU (offline, the default); "openai": an
     # OpenAI-compatible /embeddings endpoint (EMBEDDINGS_URL, EMBEDDINGS_MODEL,
@@ -586,6 +593,7 @@ _ENV_NAMES = {
     "tool_max_args_chars": "THREADLINE_TOOL_MAX_ARGS_CHARS",
     "tool_max_result_chars": "THREADLINE_TOOL_MAX_RESULT_CHARS",
     "request_deadline": "THREADLINE_REQUEST_DEADLINE",
+    "mcp_confirm_timeout": "THREADLINE_MCP_CONFIRM_TIMEOUT",
     "shutdown_grace": "THREADLINE_SHUTDOWN_GRACE",
     "persona": "THREADLINE_PERSONA",
     "skills_dirs": "THREADLINE_SKILLS_DIRS",

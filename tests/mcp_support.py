@@ -17,6 +17,7 @@ from sqlmodel import select
 
 from core.mcp.config import McpServerSettings
 from core.mcp.confirm import ConfirmationGate, ConfirmationPrompt
+from core.mcp.confirm_store import ConfirmationStore
 from core.mcp.manager import Backoff, McpManager
 from core.mcp.pins import PinStore
 from core.policy import Policy
@@ -111,11 +112,12 @@ async def make_world(
         environ: dict[str, str] | None = None,
         max_result_chars: int = 8_000,
         confirm_timeout: float = 5.0,
+        confirm_poll: float = 0.5,
     ) -> World:
         db = open_db()
         registry = ToolRegistry()
         audit = AuditLog(db)
-        gate = ConfirmationGate(audit, timeout=confirm_timeout)
+        gate = ConfirmationGate(ConfirmationStore(db), timeout=confirm_timeout, poll=confirm_poll)
         manager = McpManager(
             servers if servers is not None else {"t": stdio()},
             registry,

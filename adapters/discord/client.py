@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from adapters.background import BackgroundWork, last_word
 from adapters.discord import delivery
+from adapters.discord.confirm import DiscordConfirmer, is_confirmation_click
 from adapters.discord.endpoints import api_base, follow_gateway, use_rest_base
 from adapters.discord.lib import discord
 from adapters.discord.translate import (
@@ -52,6 +53,7 @@ from core import messages
 if TYPE_CHECKING:
     from adapters.discord.payloads import CommandData
     from config.settings import Settings
+    from core.mcp.confirm import ConfirmationGate
     from core.outbox import OutboxItem
     from core.service import Core
 
@@ -122,10 +124,17 @@ def intents() -> discord.Intents:
 class DiscordAdapter:
     """Composes core with a discord.py client. `await run(stop)` serves until `stop` is set."""
 
-    def __init__(self, core: Core, config: DiscordConfig) -> None:
+    def __init__(
+        self, core: Core, config: DiscordConfig, confirmations: ConfirmationGate | None = None
+    ) -> None:
         self.core = core
         self.config = config
         self.client = self._make_client()
+        # Given: tool calls with side effects are confirmed with buttons where they were asked.
+        self.confirmations = confirmations
+        self._confirmer = (
+            DiscordConfirmer(self.client, confirmations) if confirmations is not None else None
+        )
         self.syncs = 0  # app command syncs done (one per process)
         self.readies = 0  # on_ready events seen (one per identify)
         self.cut = 0  # answers cancelled at the end of the shutdown grace
@@ -157,6 +166,8 @@ class DiscordAdapter:
         """Log in, connect and serve until `stop` is set. Raises `DiscordStartupError` when the
         first connection fails (discord.py 2.7.1 does not retry it) or is lost for good."""
         saved = use_rest_base(self.config.api_url) if self.config.api_url else None
+        if self.confirmations is not None and self._confirmer is not None:
+            self.confirmations.register(PLATFORM, self._confirmer)
         client_task = asyncio.create_task(self.client.start(self.config.token))
         stop_task = asyncio.create_task(stop.wait())
         try:
@@ -216,6 +227,8 @@ class DiscordAdapter:
     async def aclose(self) -> None:
         """Stop taking new work, let answers in flight finish (up to the grace), disconnect."""
         self._closing = True
+        if self.confirmations is not None and self._confirmer is not None:
+            self.confirmations.unregister(PLATFORM, self._confirmer)
         self.cut += await self._work.drain(self.config.shutdown_grace)
         if not self.client.is_closed():
             await self.client.close()
@@ -321,6 +334,10 @@ class DiscordAdapter:
         self._work.spawn(self._answer_message(client, me, message))
 
     def on_interaction(self, interaction: discord.Interaction) -> None:
+        if self._confirmer is not None and is_confirmation_click(interaction):
+            # Answered even while closing: a request waiting on it may be what keeps us open.
+            self._work.spawn(self._confirmer.click(interaction))
+            return
         if self._closing or interaction.type is not discord.InteractionType.application_command:
             return
         data = cast("CommandData | None", interaction.data)
@@ -693,12 +710,16 @@ class ShardedThreadlineClient(_Listeners, discord.AutoShardedClient):
 
 
 async def run_discord(
-    core: Core, settings: Settings, stop_event: asyncio.Event, **tuning: Any
+    core: Core,
+    settings: Settings,
+    stop_event: asyncio.Event,
+    confirmations: ConfirmationGate | None = None,
+    **tuning: Any,
 ) -> None:
     """Serve Discord until `stop_event` is set. Raises `DiscordStartupError` (already logged)
     when the bot cannot connect or loses its connection for good; the caller exits non-zero.
     `tuning` overrides `DiscordConfig` timing fields (tests)."""
-    adapter = DiscordAdapter(core, DiscordConfig.from_settings(settings, **tuning))
+    adapter = DiscordAdapter(core, DiscordConfig.from_settings(settings, **tuning), confirmations)
     await adapter.run(stop_event)
 
 

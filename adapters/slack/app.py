@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from adapters.background import BackgroundWork, last_word
 from adapters.slack import filters
+from adapters.slack.confirm import ACTION_IDS, SlackConfirmer
 from adapters.slack.delivery import Delivery, DeliveryFailed, Target
 from adapters.slack.filters import BotIdentity
 from adapters.slack.logs import BOLT_LOGGER, quiet_logger
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
         ReactionCallback,
         SlashCommand,
     )
+    from core.mcp.confirm import ConfirmationGate
     from core.outbox import OutboxItem
     from core.request import Reply
     from core.service import Core
@@ -102,9 +104,18 @@ class SlackAdapter:
     """Composes core with bolt. Build it, `await start()`, then serve `endpoint` (HTTP) or
     `run_socket_mode()`; `aclose()` finishes in-flight work."""
 
-    def __init__(self, core: Core, config: SlackConfig, mode: Mode) -> None:
+    def __init__(
+        self,
+        core: Core,
+        config: SlackConfig,
+        mode: Mode,
+        confirmations: ConfirmationGate | None = None,
+    ) -> None:
         config.check(mode)
         self.core = core
+        # Given: tool calls with side effects are confirmed with buttons in the thread.
+        self.confirmations = confirmations
+        self._confirmer: SlackConfirmer | None = None
         self.config = config
         self.mode = mode
         self.identity: BotIdentity | None = None
@@ -158,6 +169,9 @@ class SlackAdapter:
             backoff=self.config.delivery_backoff,
         )
         self._outbox = OutboxDelivery(self._client, self.core.events)
+        if self.confirmations is not None:
+            self._confirmer = SlackConfirmer(self._client, self.confirmations)
+            self.confirmations.register(PLATFORM, self._confirmer)
         self._bolt = self._build_bolt()
         log.info(
             "Slack adapter ready (%s mode) as bot user %s in %s",
@@ -174,6 +188,8 @@ class SlackAdapter:
     async def aclose(self, grace: float = 30.0) -> int:
         """Let in-flight answers finish (up to `grace` seconds), then close the HTTP session;
         returns how many answers were cancelled at the end of the grace."""
+        if self.confirmations is not None and self._confirmer is not None:
+            self.confirmations.unregister(PLATFORM, self._confirmer)
         cut = await self._work.drain(grace)
         await self._close_session()
         return cut
@@ -255,6 +271,7 @@ class SlackAdapter:
         app.event("message")(self._on_event)
         app.event("reaction_added")(self._on_reaction)
         app.command(re.compile(r"^/"))(self._on_command)
+        app.action(ACTION_IDS)(self._on_confirm_click)
         # Every other subscribed type is acknowledged: an unhandled one gets 404 from bolt, and
         # Slack retries it (and eventually disables the subscription).
         app.event(re.compile(r".*"))(self._ack_only)
@@ -284,6 +301,11 @@ class SlackAdapter:
     async def _on_command(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()  # within Slack's 3 s, whatever the work takes
         self._work.spawn(self._answer_command(body))  # type: ignore[arg-type]
+
+    async def _on_confirm_click(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()  # within Slack's 3 s; the answer and the message update follow
+        if self._confirmer is not None:
+            self._work.spawn(self._confirmer.click(body))  # type: ignore[arg-type]
 
     # -- answering ---------------------------------------------------------------------------------
 

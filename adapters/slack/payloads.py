@@ -131,3 +131,39 @@ class ThreadMessage(TypedDict):
     bot_id: NotRequired[str]
     thread_ts: NotRequired[str]
     metadata: NotRequired[MessageMetadata]
+
+
+class ClickedAction(TypedDict):
+    action_id: str
+    type: str
+    value: NotRequired[str]
+    block_id: NotRequired[str]
+
+
+class Team(TypedDict):
+    id: str
+
+
+class ClickContainer(TypedDict, total=False):
+    type: str
+    message_ts: str
+    channel_id: str
+    thread_ts: str
+    is_ephemeral: bool
+
+
+class ClickUser(TypedDict):
+    id: str
+
+
+class BlockActions(TypedDict):
+    """A `block_actions` interaction (a button click), as bolt hands it to a listener: the
+    signed form field `payload`, parsed. `user` and `team` are what Slack verified."""
+
+    type: Literal["block_actions"]
+    user: ClickUser
+    team: Team
+    enterprise: NotRequired[Team | None]
+    container: NotRequired[ClickContainer]
+    channel: NotRequired[Team]
+    actions: list[ClickedAction]

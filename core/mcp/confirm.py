@@ -1,10 +1,13 @@
 """Confirmation of tool calls with side effects: only the requesting user's answer counts.
 
 The dispatcher asks the `ConfirmationGate` before running a tool marked `confirm`. The gate
-creates a pending confirmation keyed by a fresh id (bound to the request and its user), hands
-a `ConfirmationPrompt` to the `Confirmer` registered for the request's platform (the adapter
-shows it: a console prompt; buttons later), and waits for `answer()` up to the timeout. An
-answer from anyone else is ignored and audited; a platform without a confirmer gets
+stores a pending confirmation under a fresh unguessable id (bound to the request, its tenant
+and its user; `core.mcp.confirm_store`), hands a `ConfirmationPrompt` to the `Confirmer`
+registered for the request's platform (the console asks `[y/N]`; Slack and Discord post
+buttons carrying the id), and waits up to the timeout for the row to be answered. The answer
+may arrive in any process sharing the database (a click routed to another web process): the
+waiting gate is woken at once when it arrives here and otherwise notices it by polling the
+row. An answer from anyone else is ignored and audited; a platform without a confirmer gets
 "unavailable", so the call is refused with a message saying so. Core decides; adapters only
 present the question and pass the answer back with the verified identity of who answered.
 """
@@ -12,21 +15,27 @@ present the question and pass the answer back with the verified identity of who 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from core.session import ToolSession
-from core.tools.audit import AuditEvent, AuditLog
+from core.mcp.confirm_store import Answered, Confirmation, ConfirmationStore
 from core.tools.context import ToolContext
 from core.tools.registry import Tool
 
+log = logging.getLogger(__name__)
+
 DEFAULT_TIMEOUT = 120.0
+DEFAULT_POLL = 0.5  # seconds between looks at the row for an answer taken by another process
 _SUMMARY_CHARS = 300
 
-Answer = Literal["confirmed", "declined", "timeout", "unavailable"]
+# "unshown": the question could not be posted (the platform refused it), so nobody could answer.
+Answer = Literal["confirmed", "declined", "timeout", "unavailable", "unshown"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +63,43 @@ class Confirmer(Protocol):
     async def ask(self, prompt: ConfirmationPrompt) -> None: ...
 
 
-@dataclass(slots=True)
-class _Pending:
-    prompt: ConfirmationPrompt
-    session: ToolSession
-    future: asyncio.Future[bool]
+@runtime_checkable
+class ClosingConfirmer(Protocol):
+    """A confirmer whose question stays visible (buttons): told how every prompt it showed
+    ended. An expired one (or one whose request gave up) is shown as such by the process that
+    posted it, so nobody clicks a stale button; an answered one was already updated by the
+    process that took the click."""
+
+    async def ask(self, prompt: ConfirmationPrompt) -> None: ...
+
+    async def closed(self, prompt: ConfirmationPrompt, outcome: Confirmation) -> None: ...
+
+
+Mention = Callable[[str], str]  # a user id as the platform writes a mention of it
+
+
+def question(prompt: ConfirmationPrompt, mention: Mention) -> str:
+    return f"{mention(prompt.user)}: {prompt.text} Only you can answer."
+
+
+def outcome(c: Confirmation, mention: Mention) -> str:
+    """What the question turns into once it is settled (or while it still waits)."""
+    what = f"`{c.tool}` with {c.arguments}"
+    if c.state == "confirmed":
+        return f"✅ {mention(c.answered_by or c.user)} confirmed: running {what}."
+    if c.state == "declined":
+        return f"✖️ {mention(c.answered_by or c.user)} declined: {what} was not run."
+    if c.state == "expired":
+        return f"⌛ Not confirmed in time: {what} was not run."
+    return f"{mention(c.user)}: run {what}? Waiting for their answer."
+
+
+def only_requester(c: Confirmation, mention: Mention) -> str:
+    return f"Only {mention(c.user)}, who asked, can confirm or cancel this."
+
+
+UNKNOWN_CONFIRMATION = "This confirmation is unknown here (it may belong to another workspace)."
+STALE_CONFIRMATION = "This confirmation is already settled; nothing changed."
 
 
 def summarize(values: dict[str, Any]) -> str:
@@ -67,17 +108,31 @@ def summarize(values: dict[str, Any]) -> str:
 
 
 class ConfirmationGate:
-    def __init__(self, audit: AuditLog, *, timeout: float = DEFAULT_TIMEOUT) -> None:
-        self._audit = audit
+    def __init__(
+        self,
+        store: ConfirmationStore,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        poll: float = DEFAULT_POLL,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.store = store
         self.timeout = timeout
+        self.poll = poll
+        self._clock = clock
         self._confirmers: dict[str, Confirmer] = {}
-        self._pending: dict[str, _Pending] = {}
+        self._waiting: dict[str, tuple[ConfirmationPrompt, asyncio.Event]] = {}
 
     def register(self, platform: str, confirmer: Confirmer) -> None:
         self._confirmers[platform] = confirmer
 
+    def unregister(self, platform: str, confirmer: Confirmer) -> None:
+        if self._confirmers.get(platform) is confirmer:
+            del self._confirmers[platform]
+
     def pending(self) -> list[ConfirmationPrompt]:
-        return [p.prompt for p in self._pending.values()]
+        """The prompts this process is waiting on."""
+        return [prompt for prompt, _ in self._waiting.values()]
 
     async def __call__(self, ctx: ToolContext, tool: Tool, values: dict[str, Any]) -> Answer:
         session = ctx.session
@@ -86,7 +141,7 @@ class ConfirmationGate:
             return "unavailable"
         who = session.identity
         prompt = ConfirmationPrompt(
-            id=secrets.token_urlsafe(12),
+            id=secrets.token_urlsafe(18),
             request_id=session.request_id,
             platform=who.platform,
             tenant=who.tenant,
@@ -95,36 +150,77 @@ class ConfirmationGate:
             user=who.user,
             tool=tool.shown_name,
             arguments=summarize(values),
-            expires_at=datetime.now(UTC) + timedelta(seconds=self.timeout),
+            expires_at=self._clock() + timedelta(seconds=self.timeout),
         )
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._pending[prompt.id] = _Pending(prompt, session, future)
+        await self.store.create(prompt)
+        wake = asyncio.Event()
+        self._waiting[prompt.id] = (prompt, wake)
         try:
-            await confirmer.ask(prompt)
-            async with asyncio.timeout(self.timeout):
-                return "confirmed" if await future else "declined"
-        except TimeoutError:
+            try:
+                await confirmer.ask(prompt)
+            except Exception:
+                log.exception("could not show the confirmation for %s", prompt.tool)
+                await self.store.expire(prompt.id)
+                return "unshown"
+            final = await self._wait(prompt, wake)
+            await self._show(confirmer, prompt, final)
+            if final is not None and final.state in ("confirmed", "declined"):
+                return "confirmed" if final.state == "confirmed" else "declined"
             return "timeout"
+        except asyncio.CancelledError:
+            # The request gave up (its deadline): nobody may confirm a call that will not run.
+            await asyncio.shield(self._give_up(confirmer, prompt))
+            raise
         finally:
-            self._pending.pop(prompt.id, None)
+            self._waiting.pop(prompt.id, None)
 
-    async def answer(self, confirmation_id: str, user: str, approve: bool) -> str:
-        """An answer from a verified `user`: "counted", "ignored" (someone else's; audited)
-        or "unknown" (expired, already answered, or never asked)."""
-        pending = self._pending.get(confirmation_id)
-        if pending is None or pending.future.done():
-            return "unknown"
-        if user != pending.prompt.user:
-            await self._audit.record(
-                pending.session,
-                AuditEvent(
-                    pending.prompt.tool,
-                    "confirm_ignored",
-                    f"answer by another user ({user[:64]}) ignored",
-                    0,
-                    "",
-                ),
-            )
-            return "ignored"
-        pending.future.set_result(approve)
-        return "counted"
+    async def _wait(self, prompt: ConfirmationPrompt, wake: asyncio.Event) -> Confirmation | None:
+        """The confirmation once answered, or expired by this wait's end."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        while True:
+            found = await self.store.get(prompt.id)
+            if found is None or found.state != "pending":
+                return found
+            left = deadline - loop.time()
+            if left <= 0:
+                break
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(self.poll, left)):
+                    await wake.wait()
+        # An answer may have won the race with the timeout: the row says which came first.
+        return await self.store.expire(prompt.id)
+
+    async def _give_up(self, confirmer: Confirmer, prompt: ConfirmationPrompt) -> None:
+        await self._show(confirmer, prompt, await self.store.expire(prompt.id))
+
+    async def _show(
+        self, confirmer: Confirmer, prompt: ConfirmationPrompt, final: Confirmation | None
+    ) -> None:
+        if final is None or not isinstance(confirmer, ClosingConfirmer):
+            return
+        try:
+            await confirmer.closed(prompt, final)
+        except Exception:
+            log.warning("could not show how the confirmation for %s ended", prompt.tool)
+
+    async def answer(
+        self,
+        confirmation_id: str,
+        user: str,
+        approve: bool,
+        *,
+        platform: str | None = None,
+        tenant: str | None = None,
+    ) -> Answered:
+        """An answer from a verified `user` (and the platform and tenant it came from):
+        counted, ignored (someone else's; audited), stale (already answered or expired;
+        audited) or unknown (never asked, or asked in another tenant)."""
+        answered = await self.store.answer(
+            confirmation_id, user=user, approve=approve, platform=platform, tenant=tenant
+        )
+        if answered.counted:
+            waiting = self._waiting.get(confirmation_id)
+            if waiting is not None:
+                waiting[1].set()
+        return answered

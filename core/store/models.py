@@ -489,3 +489,33 @@ class McpToolPin(SQLModel, table=True):
     pending_since: datetime | None = Field(
         default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
     )
+
+
+class McpConfirmation(SQLModel, table=True):
+    """A tool call waiting for its requesting user's yes or no (core/mcp/confirm.py). In SQL
+    so that the answer may reach any process (a Slack button click lands on whichever web
+    process the load balancer picks) while the process running the request waits for it.
+    `id` is unguessable and goes into the buttons; the answer is one conditional UPDATE of a
+    pending, unexpired row, so the first answer counts and counts once."""
+
+    __tablename__ = "mcp_confirmations"
+    # Rows are dropped a while after they expire (ConfirmationStore.create): the audit log keeps
+    # what happened.
+    __table_args__ = (Index("ix_mcp_confirmations_expires", "expires_at"),)
+
+    id: str = Field(primary_key=True, max_length=64)
+    request_id: str = Field(max_length=64)
+    platform: str = Field(max_length=32)
+    tenant: str = Field(max_length=128)
+    channel: str = Field(max_length=128)
+    thread: str = Field(max_length=128)
+    user: str = Field(max_length=128)  # the requesting user: the only one who may answer
+    tool: str = Field(max_length=128)
+    arguments: str = Field(max_length=400)  # a capped summary, as the prompt shows it
+    created_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
+    expires_at: datetime = Field(sa_column=_ts())
+    state: str = Field(default="pending", max_length=16)  # pending|confirmed|declined|expired
+    answered_by: str | None = Field(default=None, max_length=128)
+    answered_at: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )

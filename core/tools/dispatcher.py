@@ -32,7 +32,8 @@ DEFAULT_MAX_ARGS_CHARS = 4_000
 DEFAULT_MAX_RESULT_CHARS = 8_000
 
 # Asks the requesting user to confirm a call with side effects; returns "confirmed",
-# "declined", "timeout" or "unavailable" (no way to ask on this platform). core/mcp/confirm.py.
+# "declined", "timeout", "unavailable" (no way to ask on this platform) or "unshown" (the
+# question could not be posted). core/mcp/confirm.py.
 Confirm = Callable[[ToolContext, Tool, dict[str, Any]], Awaitable[str]]
 _CONFIRM_REFUSALS = {
     "declined": "Error: the user declined this call. Do not retry it.",
@@ -40,6 +41,10 @@ _CONFIRM_REFUSALS = {
     "unavailable": (
         "Error: this tool has side effects and needs the user's confirmation, which is not "
         "available on this platform yet; tell the user."
+    ),
+    "unshown": (
+        "Error: the confirmation question could not be posted, so this call was not run; "
+        "tell the user."
     ),
 }
 

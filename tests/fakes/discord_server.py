@@ -38,7 +38,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from aiohttp import web
 
@@ -74,6 +74,7 @@ MAX_WAVEFORM = 256
 SINGLE_AUDIO = "Voice messages must have a single audio attachment"
 INTERACTION_WINDOW = 3.0  # seconds Discord allows before the first interaction response
 NONCE_WINDOW = 300.0  # seconds Discord remembers an enforced nonce ("a few minutes")
+DEFERRED_UPDATE_MESSAGE, UPDATE_MESSAGE = 6, 7  # interaction callbacks for component clicks
 
 
 @dataclass
@@ -93,6 +94,7 @@ class Posted:
     flags: int = 0
     # The attachments' metadata from payload_json (voice messages: duration_secs, waveform).
     attachment_meta: list[dict[str, Any]] = field(default_factory=list)
+    components: list[dict[str, Any]] = field(default_factory=list)  # action rows of buttons
 
 
 @dataclass
@@ -406,6 +408,42 @@ class FakeDiscord:
         await self.dispatch("INTERACTION_CREATE", dict(payload))
         return state
 
+    async def click(self, user: User, posted: Posted, custom_id: str) -> InteractionState:
+        """`user` clicks the button `custom_id` on the bot's message `posted`
+        (INTERACTION_CREATE of type MESSAGE_COMPONENT). A custom_id the message does not have
+        is refused here, as Discord only sends clicks on components that exist."""
+        ids = [c.get("custom_id") for row in posted.components for c in row.get("components", [])]
+        if custom_id not in ids:
+            raise AssertionError(f"no button {custom_id!r} on message {posted.id}: {ids}")
+        channel = self.channels[posted.channel_id]
+        member = dict(self.members[user["id"]])
+        member["permissions"] = "1071698660929"
+        message = self._bot_message(posted)
+        message["guild_id"] = self.guild_id
+        payload: Interaction = {
+            "id": self._id(),
+            "application_id": self.application_id,
+            "type": 3,
+            "data": {"custom_id": custom_id, "component_type": 2},  # type: ignore[typeddict-item]
+            "guild_id": self.guild_id,
+            "channel_id": channel["id"],
+            "channel": channel,
+            "member": member,  # type: ignore[typeddict-item]
+            "message": message,
+            "token": secrets.token_urlsafe(24),
+            "version": 1,
+            "locale": "en-US",
+            "app_permissions": "1071698660929",
+            "entitlements": [],
+            "authorizing_integration_owners": {"0": self.guild_id},
+            "context": 0,
+            "attachment_size_limit": self.upload_limit,
+        }
+        state = InteractionState(payload, created=time.monotonic())
+        self.interactions[payload["id"]] = state
+        await self.dispatch("INTERACTION_CREATE", dict(payload))
+        return state
+
     # -- waiting -------------------------------------------------------------------------------
 
     async def changed(self) -> None:
@@ -617,6 +655,7 @@ class FakeDiscord:
         posted = Posted(self._id(), channel_id, body.get("content") or "", call.files)
         posted.flags = flags
         posted.attachment_meta = list(body.get("attachments") or [])
+        posted.components = list(body.get("components") or [])
         self.posts.append(posted)
         if nonce:
             self._nonces[nonce] = (posted, call.at)
@@ -664,6 +703,8 @@ class FakeDiscord:
                 return problem
             posted.content = body.get("content") or ""
             posted.edits.append(posted.content)
+        if "components" in body:
+            posted.components = list(body.get("components") or [])
         return json_response(200, self._bot_message(posted))
 
     async def _delete_message(self, call: Call) -> web.Response:
@@ -743,6 +784,7 @@ class FakeDiscord:
         message = self._message(posted.channel_id, self.bot, posted.content)
         message["id"] = posted.id
         message["attachments"] = attachments
+        message["components"] = posted.components  # type: ignore[typeddict-unknown-key]
         message["flags"] = (
             (EPHEMERAL if posted.ephemeral else 0)
             | (LOADING if posted.loading else 0)
@@ -794,6 +836,8 @@ class FakeDiscord:
         flags = int((body.get("data") or {}).get("flags") or 0)
         state.callback_at, state.callback_type = call.at, kind
         state.deferred_ephemeral = bool(flags & EPHEMERAL)
+        if kind in (DEFERRED_UPDATE_MESSAGE, UPDATE_MESSAGE):
+            return await self._update_component_message(call, state, kind, body)
         content = str((body.get("data") or {}).get("content") or "")
         state.original = Posted(
             self._id(),
@@ -817,6 +861,43 @@ class FakeDiscord:
                     "response_message_id": state.original.id,
                     "response_message_loading": kind == 5,
                     "response_message_ephemeral": state.deferred_ephemeral,
+                },
+                "resource": {"type": kind, "message": message},
+            },
+        )
+
+    async def _update_component_message(
+        self, call: Call, state: InteractionState, kind: int, body: dict[str, Any]
+    ) -> web.Response:
+        """Types 6 and 7 answer a click by (later, or now) editing the message that holds the
+        component: it becomes the interaction's original response."""
+        clicked = cast(dict[str, Any], state.payload).get("message") or {}
+        if state.payload["type"] != 3 or not clicked:
+            return json_response(400, {"message": "Invalid interaction type", "code": 50035})
+        target = next((p for p in self.posts if p.id == clicked["id"] and not p.deleted), None)
+        if target is None:
+            return json_response(404, {"message": "Unknown Message", "code": 10008})
+        state.original = target
+        data = body.get("data") or {}
+        if kind == UPDATE_MESSAGE:
+            if "content" in data:
+                target.content = str(data.get("content") or "")
+                target.edits.append(target.content)
+            if "components" in data:
+                target.components = list(data.get("components") or [])
+        if call.query.get("with_response") not in ("1", "true", "True"):
+            return empty_response()
+        message = self._bot_message(target)
+        message["guild_id"] = self.guild_id
+        return json_response(
+            200,
+            {
+                "interaction": {
+                    "id": state.payload["id"],
+                    "type": 3,
+                    "response_message_id": target.id,
+                    "response_message_loading": False,
+                    "response_message_ephemeral": False,
                 },
                 "resource": {"type": kind, "message": message},
             },
@@ -868,6 +949,8 @@ class FakeDiscord:
             self.posts.append(original)
         original.loading, original.content, original.files = False, content, files
         original.edits.append(content)
+        if "components" in body:
+            original.components = list(body.get("components") or [])
         return json_response(200, self._bot_message(original))
 
     async def _delete_original(self, call: Call) -> web.Response:

@@ -296,6 +296,7 @@ class FakeSlack:
             "bot_id": self.bot_id,
             "thread_ts": args.get("thread_ts"),
             "metadata": metadata,
+            "blocks": _blocks(args.get("blocks")),
         }
         with self._cond:
             self._messages.setdefault(args["channel"], []).append(message)
@@ -306,6 +307,8 @@ class FakeSlack:
             for m in self._messages.get(args.get("channel", ""), []):
                 if m["ts"] == args.get("ts"):
                     m["text"] = args.get("text", "")
+                    if "blocks" in args:  # as Slack: blocks left out are kept
+                        m["blocks"] = _blocks(args["blocks"])
                     return {"ok": True, "channel": args["channel"], "ts": m["ts"]}
         return {"ok": False, "error": "message_not_found"}
 
@@ -321,7 +324,14 @@ class FakeSlack:
     def _m_chat_postEphemeral(self, args: dict[str, Any]) -> dict[str, Any]:
         if len(str(args.get("text") or "")) > MAX_TEXT:
             return {"ok": False, "error": "msg_too_long"}
+        if not args.get("user"):
+            return {"ok": False, "error": "user_not_in_channel"}
         return {"ok": True, "message_ts": self._new_ts()}
+
+    def message(self, channel: str, ts: str) -> dict[str, Any]:
+        """One stored message (as posted, then updated)."""
+        with self._cond:
+            return next(m for m in self._messages.get(channel, []) if m["ts"] == ts)
 
     def _m_reactions_add(self, args: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True}
@@ -411,3 +421,10 @@ class FakeSlack:
             self._calls.append(Call("response_url", body, time.monotonic(), None))
             self._cond.notify_all()
         return web.Response(text="ok", content_type="text/plain")
+
+
+def _blocks(value: Any) -> list[dict[str, Any]] | None:
+    """Blocks arrive as JSON in a JSON body, or as a JSON string in a form body."""
+    if isinstance(value, str):
+        return list(json.loads(value))
+    return list(value) if value else None

@@ -152,6 +152,65 @@ def command(
     }
 
 
+def block_actions(
+    posted: dict[str, Any],
+    action_id: str,
+    *,
+    channel: str = "C1",
+    user: str = "U1",
+    team: str = "T1",
+    enterprise: str | None = None,
+    value: str | None = None,
+) -> dict[str, Any]:
+    """A `block_actions` interaction: `user` clicked the button `action_id` of the message
+    `posted` (as the fake Slack stored it). Slack sends it form-encoded as `payload=<json>`;
+    who clicked is in `user` and `team`, the button's own `value` as it was posted (unless a
+    forged one is given)."""
+    button = next(
+        e
+        for b in posted.get("blocks") or []
+        if b.get("type") == "actions"
+        for e in b["elements"]
+        if e["action_id"] == action_id
+    )
+    container: dict[str, Any] = {
+        "type": "message",
+        "message_ts": posted["ts"],
+        "channel_id": channel,
+        "is_ephemeral": False,
+    }
+    if posted.get("thread_ts"):
+        container["thread_ts"] = posted["thread_ts"]
+    message = {k: v for k, v in posted.items() if k != "metadata" and v is not None}
+    message["type"] = "message"
+    return {
+        "type": "block_actions",
+        "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": team},
+        "api_app_id": "A0THREADLINE",
+        "token": "legacy-verification-token",
+        "container": container,
+        "trigger_id": f"{uuid.uuid4().int % 10**12}.{uuid.uuid4().hex[:8]}",
+        "team": {"id": team, "domain": "fake"},
+        "enterprise": {"id": enterprise, "name": "Grid"} if enterprise else None,
+        "is_enterprise_install": False,
+        "channel": {"id": channel, "name": "general"},
+        "message": message,
+        "state": {"values": {}},
+        "response_url": f"https://hooks.slack.invalid/actions/{team}/{uuid.uuid4().hex[:8]}",
+        "actions": [
+            {
+                "action_id": action_id,
+                "block_id": "threadline_confirm",
+                "text": button["text"],
+                "value": value if value is not None else button["value"],
+                "type": "button",
+                "action_ts": f"{time.time():.6f}",
+                **({"style": button["style"]} if "style" in button else {}),
+            }
+        ],
+    }
+
+
 class Response:
     def __init__(self, status: int, body: str, seconds: float) -> None:
         self.status, self.body, self.seconds = status, body, seconds
@@ -261,6 +320,11 @@ class ServedApp:
 
     def post_event(self, body: dict[str, Any], **kwargs: Any) -> Response:
         return send(self.events_url, json.dumps(body).encode(), "application/json", **kwargs)
+
+    def post_interaction(self, payload: dict[str, Any], **kwargs: Any) -> Response:
+        """A signed interactivity request, form-encoded as Slack sends it."""
+        body = urlencode({"payload": json.dumps(payload)}).encode()
+        return send(self.events_url, body, "application/x-www-form-urlencoded", **kwargs)
 
     def post_command(self, fields: dict[str, str], **kwargs: Any) -> Response:
         return send(

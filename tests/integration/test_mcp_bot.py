@@ -67,7 +67,7 @@ async def test_granted_channel_gets_the_tools_and_others_do_not(
     offered = {t["function"]["name"] for t in fake_llm.requests[2].get("tools", [])}
     assert not any(name.startswith("t__") for name in offered)
 
-    # No confirmer registered (as on Slack and Discord today): refused with a clear message.
+    # No confirmer registered (as in one-shot `threadline ask`): refused with a clear message.
     fake_llm.tool_calls(("t__delete_item", {"item_id": 3}))
     fake_llm.reply("I could not delete it.")
     reply = await bot.send("delete 3", channel="ops")

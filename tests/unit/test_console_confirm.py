@@ -14,8 +14,8 @@ from rich.console import Console
 from adapters.console.repl import ConsoleConfirmer, _LineReader
 from adapters.console.translate import ConsoleIdentity
 from core.mcp.confirm import ConfirmationGate, ConfirmationPrompt
+from core.mcp.confirm_store import ConfirmationStore
 from core.store.engine import Database
-from core.tools.audit import AuditLog
 
 
 @pytest.fixture
@@ -47,14 +47,14 @@ async def test_the_typed_answer_is_passed_to_the_gate(
 ) -> None:
     read, write = pipe
     out = io.StringIO()
-    gate = ConfirmationGate(AuditLog(Database("sqlite://")))
+    gate = ConfirmationGate(ConfirmationStore(Database("sqlite://")))
     answers: list[tuple[str, str, bool]] = []
 
     async def answer(confirmation_id: str, user: str, approve: bool) -> str:
         answers.append((confirmation_id, user, approve))
         return "counted"
 
-    gate.answer = answer  # type: ignore[method-assign]
+    gate.answer = answer  # type: ignore[method-assign,assignment]
     reader = _LineReader(read)
     confirmer = ConsoleConfirmer(Console(file=out), reader, gate, ConsoleIdentity(user="alice"))
     await confirmer.ask(_prompt(gate, 5))
@@ -71,7 +71,7 @@ async def test_a_line_typed_after_the_prompt_expired_goes_to_the_chat(
 ) -> None:
     read, write = pipe
     out = io.StringIO()
-    gate = ConfirmationGate(AuditLog(Database("sqlite://")))
+    gate = ConfirmationGate(ConfirmationStore(Database("sqlite://")))
     reader = _LineReader(read)
     confirmer = ConsoleConfirmer(Console(file=out), reader, gate, ConsoleIdentity(user="alice"))
     await confirmer.ask(_prompt(gate, 0.1))
