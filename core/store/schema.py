@@ -32,10 +32,11 @@ DERIVED_TABLES = ("code_chunks", "code_graph_files", "code_graph_symbols", "code
 
 VERSION_TABLE = "alembic_version"
 
-# A database made by create_all before migrations is matched by its tables: all of revision
-# 0001's tables of record make it 0001, and `mcp_tool_pins` too makes it 0002 (the last release
-# before migrations). Databases made since record their revision, so this list never grows.
-_LEGACY_MARKERS = (("mcp_tool_pins", "0002"),)
+# A database made by create_all before migrations is matched by its tables, newest first: all
+# of revision 0001's tables of record make it 0001, `mcp_tool_pins` too makes it 0002, and
+# `mcp_confirmations` 0003 (main had it before migrations were merged). Databases made since
+# record their revision, so this list never grows.
+_LEGACY_MARKERS = (("mcp_confirmations", "0003"), ("mcp_tool_pins", "0002"))
 _LEGACY_BASE = "0001"
 # The tables of revision 0001 (frozen, like the revision: never edit).
 _FIRST_REVISION_TABLES = (

@@ -320,6 +320,31 @@ async def test_a_revision_that_copies_a_parent_table_keeps_its_childrens_rows(
             assert (await conn.exec_driver_sql("PRAGMA foreign_keys")).all() == [(1,)]
 
 
+@pytest.mark.parametrize("made_at", ["0002", "0003"])
+async def test_a_database_made_by_create_all_before_migrations_is_matched(
+    database_url: str, db: Database, made_at: str
+) -> None:
+    """Releases before migrations made their tables with create_all and recorded nothing:
+    0002's tables (the release this issue started from) and 0003's (main just before
+    migrations were merged, with `mcp_confirmations`) are told apart by their tables."""
+    from alembic import command
+    from sqlalchemy import text
+
+    from core.store.migrations import alembic_config
+
+    async with db.schema_connection() as conn:
+        await conn.run_sync(lambda sync: command.upgrade(alembic_config(sync), made_at))
+        await conn.execute(text("DROP TABLE alembic_version"))
+    status = await db.schema_status()
+    assert (status.current, status.unversioned) == (made_at, True)
+
+    change = await db.upgrade()
+
+    assert (change.before, change.after) == (made_at, HEAD)
+    assert (await db.schema_status()).up_to_date
+    assert not await model_differences(db)
+
+
 async def test_a_database_at_head_upgrades_as_a_no_op(db: Database) -> None:
     await db.create_all()
     change = await db.upgrade()
