@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test check bench clean
+.PHONY: run test check bench migration clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,11 @@ check: $(VENV)/.installed-dev
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/startup.py
+
+# A schema migration for what changed in core/store/models.py (review the file it writes):
+#   make migration MSG="what changed"
+migration: $(VENV)/.installed-dev
+	$(BIN)/python -m core.store.migrations.dev revision -m "$(MSG)"
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -116,6 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     from bot.outbox_cli import add_parser as add_outbox_parser
 
     add_outbox_parser(sub)
+    from bot.db_cli import add_parser as add_db_parser
+
+    add_db_parser(sub)
     skills = sub.add_parser("skills", help="team skills (SKILL.md playbooks)")
     skills_sub = skills.add_subparsers(dest="skills_command", required=True, metavar="ACTION")
     skills_check = skills_sub.add_parser(
@@ -144,9 +147,16 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return EXIT_CONFIG
-    interactive = args.command in ("ask", "chat", "index", "repos", "search", "graph", "map") or (
-        args.command == "run" and not _long_running("run", settings)
-    )
+    interactive = args.command in (
+        "ask",
+        "chat",
+        "index",
+        "repos",
+        "search",
+        "graph",
+        "map",
+        "db",
+    ) or (args.command == "run" and not _long_running("run", settings))
     quiet = interactive and not args.verbose
     from bot.logs import configure_logging
 
@@ -156,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
             from bot.skills_cli import check
 
             return check([], settings)
+        if args.command == "db":
+            return asyncio.run(_db(args, settings))
         if args.command == "search":
             answered = _search_through_holder(args, settings)
             if answered is not None:
@@ -216,6 +228,22 @@ def _load_settings() -> Settings:
     return load_settings()
 
 
+async def _db(args: argparse.Namespace, settings: Settings) -> int:
+    """`threadline db ...` needs the database only, not the whole app (nor a valid policy)."""
+    from bot.db_cli import db_command
+    from core.store.engine import Database, DatabaseURLError
+
+    try:
+        db = Database(settings.database)
+    except DatabaseURLError as exc:
+        print(f"threadline db: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        return await db_command(db, args)
+    finally:
+        await db.dispose()
+
+
 async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     from bot.app import build_app
     from core.policy import PolicyError
@@ -253,7 +281,9 @@ async def _dispatch_app(app: App, args: argparse.Namespace, shutdown: Shutdown |
     upkeep: asyncio.Task[None] | None = None
     scheduler: DigestScheduler | None = None
     try:
-        if _long_running(args.command, app.settings) and not await _database_reachable(app):
+        # Every command checks the schema first: met later, inside a request or a background
+        # task, a refusal would be a generic error line instead of what to do.
+        if not await _database_ready(app):
             return EXIT_FAILED
         if args.command in ("run", "serve", "worker", "chat"):
             app.mcp.start()  # MCP servers connect in the background; nothing waits for them
@@ -334,11 +364,17 @@ def _long_running(command: str, settings: Settings) -> bool:
     return command in ("serve", "worker") or (command == "run" and bool(chat))
 
 
-async def _database_reachable(app: App) -> bool:
-    """Long-running processes check the database up front and say so plainly, instead of a
-    traceback (the URL is not printed: it may hold a password)."""
+async def _database_ready(app: App) -> bool:
+    """The database and its schema are checked up front (a SQLite file is upgraded here), and
+    what is wrong is said plainly instead of a traceback (the URL is not printed: it may hold
+    a password)."""
+    from core.store.engine import SchemaError
+
     try:
         await app.db.create_all()
+    except SchemaError as exc:
+        print(f"Threadline cannot start: {exc}", file=sys.stderr)
+        return False
     except Exception as exc:
         print(
             f"Threadline cannot start: the database (DATABASE_URL) is unreachable: "

@@ -8,44 +8,57 @@ offline question) start fast. The same code path serves SQLite (aiosqlite) and P
 from __future__ import annotations
 
 import asyncio
+import logging
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.store.schema import DERIVED_TABLES, SchemaChange, SchemaError, SchemaStatus
+
+log = logging.getLogger(__name__)
+
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncEngine
+    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
     from sqlmodel.ext.asyncio.session import AsyncSession
 
+__all__ = [
+    "DERIVED_TABLES",
+    "Database",
+    "DatabaseURLError",
+    "SchemaChange",
+    "SchemaError",
+    "SchemaStatus",
+    "normalize_url",
+    "sqlite_url",
+]
 
-# SQLite runs each CREATE TABLE on its own, so a racing process can win one table per attempt:
-# allow at least one attempt per table, and then some.
+
+# Schema set-up that fails on a database error (a lock wait that timed out, a racing process's
+# CREATE that won) is tried again; the locks below make that rare.
 _CREATE_ATTEMPTS = 40
 _DDL_LOCK = 0x7468726561646C6E  # any constant bigint: "threadln" in ASCII
-
-
-# Tables that hold only what indexing derives from files on disk: when one of them predates a
-# column the code needs, it is dropped and recreated (the next index rebuilds it) instead of
-# failing on every query. Tables of record are never touched this way.
-DERIVED_TABLES = ("code_chunks", "code_graph_files", "code_graph_symbols", "code_graph_edges")
 
 
 class DatabaseURLError(ValueError):
     pass
 
 
-def _drop_outdated_derived(conn: Any) -> None:
-    from sqlalchemy import inspect
-    from sqlmodel import SQLModel
+# Schema work of every handle in this process takes turns: Alembic keeps its migration context
+# in module globals, and two upgrades on one event loop (greenlets switch at every query) would
+# overwrite each other's. One lock per event loop, since an asyncio.Lock belongs to one.
+_SCHEMA_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+    weakref.WeakKeyDictionary()
+)
 
-    inspector = inspect(conn)
-    for name in DERIVED_TABLES:
-        if not inspector.has_table(name):
-            continue
-        have = {c["name"] for c in inspector.get_columns(name)}
-        table = SQLModel.metadata.tables[name]
-        if not {c.name for c in table.columns} <= have:
-            table.drop(conn)
+
+def _schema_lock() -> asyncio.Lock:
+    loop = asyncio.get_running_loop()
+    lock = _SCHEMA_LOCKS.get(loop)
+    if lock is None:
+        lock = _SCHEMA_LOCKS[loop] = asyncio.Lock()
+    return lock
 
 
 def normalize_url(url: str) -> str:
@@ -78,7 +91,6 @@ class Database:
         self._connect_args = connect_args or {}
         self._engine: AsyncEngine | None = None
         self._ready = False
-        self._create_lock: asyncio.Lock | None = None
 
     @property
     def dialect(self) -> str:
@@ -118,34 +130,37 @@ class Database:
         )
 
     async def create_all(self) -> None:
-        """Create missing tables (idempotent; several processes may race on it).
+        """Make sure the schema is the one this code needs; every session waits for it.
 
-        Concurrent first uses in this process wait for one another; another process creating
-        the same tables at the same moment is waited for (PostgreSQL: an advisory lock) or,
-        when its CREATE wins the race, the check is simply repeated (SQLite).
+        An empty database is created at the newest revision. One behind it is upgraded here
+        on SQLite (the one-process default); on PostgreSQL, shared by many processes, that is
+        the operator's step (`threadline db upgrade`, i.e. `upgrade`), and SchemaError says so.
+        A database a newer release wrote raises SchemaError too. Concurrent first uses in this
+        process wait for one another; other processes are waited for (PostgreSQL: an advisory
+        lock; SQLite: its write lock).
         """
-        if self._ready:
-            return
-        if self._create_lock is None:
-            self._create_lock = asyncio.Lock()
-        async with self._create_lock:
-            if self._ready:
-                return
-            from sqlalchemy import text
-            from sqlalchemy.exc import DBAPIError
-            from sqlmodel import SQLModel
+        if not self._ready:
+            await self._prepare(may_upgrade=self.dialect == "sqlite")
 
-            from core.store import models  # noqa: F401  (registers the tables)
+    async def upgrade(self) -> SchemaChange:
+        """Bring the schema to the newest revision, whatever the backend (`threadline db
+        upgrade`); a no-op at head."""
+        return await self._prepare(may_upgrade=True)
+
+    async def schema_status(self) -> SchemaStatus:
+        """The schema's revision and this code's, read without changing anything."""
+        from core.store.schema import status
+
+        async with self.engine.connect() as conn:
+            return await conn.run_sync(status)
+
+    async def _prepare(self, *, may_upgrade: bool) -> SchemaChange:
+        async with _schema_lock():
+            from sqlalchemy.exc import DBAPIError
 
             for attempt in range(_CREATE_ATTEMPTS):
                 try:
-                    async with self.engine.begin() as conn:
-                        if self.dialect == "postgresql":
-                            await conn.execute(
-                                text("SELECT pg_advisory_xact_lock(:key)"), {"key": _DDL_LOCK}
-                            )
-                        await conn.run_sync(_drop_outdated_derived)
-                        await conn.run_sync(SQLModel.metadata.create_all)
+                    change = await self._prepare_once(may_upgrade=may_upgrade)
                     break
                 except DBAPIError:
                     # "already exists": another process created it between check and create.
@@ -153,6 +168,58 @@ class Database:
                         raise
                     await asyncio.sleep(0.005 * (attempt + 1))
             self._ready = True
+            return change
+
+    async def _prepare_once(self, *, may_upgrade: bool) -> SchemaChange:
+        from functools import partial
+
+        from core.store.schema import prepare, status
+
+        locked = True
+        if self.dialect == "sqlite":
+            async with self.engine.connect() as conn:
+                found = await conn.run_sync(status)
+                if may_upgrade and not (found.up_to_date or found.empty or not found.known):
+                    await self._back_up(conn, found)
+            # At head nothing is written (but an outdated derived table), so a process starting
+            # beside a busy one does not queue for its write lock.
+            locked = not found.up_to_date
+        async with self.schema_connection(locked=locked) as conn:
+            return await conn.run_sync(partial(prepare, may_upgrade=may_upgrade))
+
+    @asynccontextmanager
+    async def schema_connection(self, *, locked: bool = True) -> AsyncIterator[AsyncConnection]:
+        """A connection for changing the schema, in one transaction (committed at the end,
+        rolled back on error). `locked`: other processes changing the schema wait meanwhile
+        (PostgreSQL: an advisory lock; SQLite: the write lock, so they never see half-made
+        tables). On SQLite foreign keys are not enforced meanwhile: SQLite changes most columns
+        by copying the table, and with them enforced, dropping the old copy of a parent table
+        would cascade-delete its children's rows."""
+        if self.dialect == "postgresql":
+            from sqlalchemy import text
+
+            # PostgreSQL's DDL is transactional: create, stamp and upgrade commit together.
+            async with self.engine.begin() as conn:
+                if locked:
+                    await conn.execute(
+                        text("SELECT pg_advisory_xact_lock(:key)"), {"key": _DDL_LOCK}
+                    )
+                yield conn
+            return
+        async with self.engine.connect() as conn:
+            # The pragma only takes effect outside a transaction: it goes first, and is set
+            # back after the commit.
+            await conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            if locked:
+                await conn.exec_driver_sql("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                await conn.commit()
+            except BaseException:
+                await conn.rollback()
+                raise
+            finally:
+                await _foreign_keys_on(conn)
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[AsyncSession]:
@@ -190,3 +257,29 @@ class Database:
             await self._engine.dispose()
             self._engine = None
             self._ready = False
+
+    async def _back_up(self, conn: AsyncConnection, found: SchemaStatus) -> None:
+        """A SQLite file about to be upgraded is copied first (`VACUUM INTO`: consistent even
+        with other processes writing), since `threadline run` upgrades it unasked."""
+        from datetime import UTC, datetime
+
+        from core.store.schema import describe
+
+        path = self.url.split(":///", 1)[1]
+        if not path or path == ":memory:":
+            return
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        backup = f"{path}.{found.current or 'unversioned'}-{stamp}.bak"
+        await conn.exec_driver_sql("VACUUM INTO ?", (backup,))
+        await conn.commit()
+        log.warning(
+            "database schema is %s, this release needs %s: upgrading (a copy is kept in %s)",
+            describe(found.current),
+            found.head,
+            backup,
+        )
+
+
+async def _foreign_keys_on(conn: AsyncConnection) -> None:
+    await conn.exec_driver_sql("PRAGMA foreign_keys=ON")
+    await conn.commit()
