@@ -128,7 +128,8 @@ class ExtractPool:
         return self.executor.submit(_extract_encoded, str(root), paths)
 
     def close(self) -> None:
-        self.executor.shutdown(wait=False, cancel_futures=True)
+        # Batches already given to it finish: another index may be waiting for them.
+        self.executor.shutdown(wait=False)
 
 
 _pool: ExtractPool | None = None
