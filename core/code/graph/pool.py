@@ -133,6 +133,7 @@ class ExtractPool:
 
 
 _pool: ExtractPool | None = None
+_unavailable = False  # this process cannot start workers: it stopped trying
 _pool_lock = threading.Lock()
 
 
@@ -183,14 +184,25 @@ async def extract_many(
             )
         return facts, texts
 
-    pool = shared_pool(workers)
+    global _unavailable
+    try:
+        pool = None if _unavailable else shared_pool(workers)
+    except (OSError, RuntimeError) as exc:  # no processes or semaphores here (some sandboxes)
+        log.warning("code graph: no extraction workers (%s); extracting in-process", exc)
+        _unavailable, pool = True, None
+    if pool is None:
+        return await extract_many(root, ordered, 1, batch)
     queue = deque(
         ordered[start : start + POOL_BATCH] for start in range(0, len(ordered), POOL_BATCH)
     )
     broken = False
 
     async def here(part: list[str]) -> None:
-        facts.update(await asyncio.to_thread(extract_batch, root, part))
+        try:
+            facts.update(await asyncio.to_thread(extract_batch, root, part))
+        except BaseException:  # the index fails as it would in one thread: no lane goes on
+            queue.clear()
+            raise
 
     async def local_lane() -> None:
         # Only while the workers start: then two cores are theirs.
