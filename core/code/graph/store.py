@@ -1,12 +1,12 @@
 """Keeping a repository's code graph in SQL in step with its files.
 
 `update_graph` is called by indexing with the files that were added or changed and those that
-were removed. Only those files are parsed again (in a worker thread); then the edges of the
-files that may resolve differently are recomputed: the changed files themselves, files whose
-imports name a changed file's module (or a package above it), files that used a global name a
-changed file defines (the unique-name fallback), and files with an edge into a changed or
-removed file. Everything is written in one transaction: a reader sees the old graph or the
-new one, never half of each.
+were removed. Only those files are parsed again (in a worker thread, or in worker processes
+when there are many: see `core.code.graph.pool`); then the edges of the files that may resolve
+differently are recomputed: the changed files themselves, files whose imports name a changed
+file's module (or a package above it), files that used a global name a changed file defines
+(the unique-name fallback), and files with an edge into a changed or removed file. Everything
+is written in one transaction: a reader sees the old graph or the new one, never half of each.
 
 Files that have no graph yet (indexed before the graph existed, or made with an older
 `GRAPH_FORMAT`) count as changed, so existing repositories get a graph on their next index.
