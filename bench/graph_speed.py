@@ -1,26 +1,34 @@
 """How fast the code graph is built and kept up to date (not a pytest test).
 
-    .venv/bin/python bench/graph_speed.py [--root DIR ...] [--runs 3] [--append bench/RESULTS.md]
+    .venv/bin/python bench/graph_speed.py [--root DIR ...] [--own] [--runs 3]
+        [--workers 1 --workers 2] [--append bench/RESULTS.md]
 
-For each corpus (default: the installed SQLAlchemy and hypothesis packages in .venv), the
-files `walk()` selects are read into memory once; then, best of `--runs`, one thread:
+For each corpus (default: the installed SQLAlchemy and hypothesis packages in .venv; `--own`
+adds Threadline's core/, adapters/, bot/ and tests/ as one corpus, the chunking bench's), the
+files `walk()` selects are read once (so the page cache holds them); then, best of `--runs`,
+for each `--workers` N (default 1):
 
-- extract: every file parsed and described (`core.code.graph.build.extract_files`);
+- extract: every file parsed and described as indexing does it
+  (`core.code.graph.pool.extract_many`: one worker = batches in a thread of this process;
+  more = that many worker processes, started and warmed before timing, their facts sent back
+  as the stored JSON and rebuilt here);
 - resolve: every file's edges (`core.code.graph.build.resolve_paths`), with all facts in
-  memory;
+  memory, in this process;
 - files/s = graph files / (extract + resolve); files/CPU-s the same over the CPU time this
-  process used (on a shared machine, the number that other work disturbs least).
+  process and its workers used (on a shared machine, the number that other work disturbs
+  least).
 
-Then the graph is stored as indexing does (`update_graph` into a fresh SQLite database), and
-the incremental update of one changed file is timed (parse it, find and re-resolve the files
-that depend on it, rewrite in one transaction): a leaf module and a much-imported one, the
-median of `--runs`. Peak RSS is the process's after everything.
+Then the graph is stored as indexing does (`update_graph` into a fresh SQLite database, with
+the last N), and the incremental update of one changed file is timed (parse it, find and
+re-resolve the files that depend on it, rewrite in one transaction): a leaf module and a
+much-imported one, the median of `--runs`. Peak RSS is the process's after everything.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -32,34 +40,82 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import append_section, machine_facts, peak_rss_mb  # noqa: E402
-from core.code.graph.build import extract_files, resolve_paths  # noqa: E402
+from core.code.graph.build import resolve_paths  # noqa: E402
 from core.code.graph.extract import graph_language  # noqa: E402
+from core.code.graph.model import FileFacts  # noqa: E402
+from core.code.graph.pool import extract_many, shared_pool, shutdown_pool  # noqa: E402
 from core.code.graph.store import update_graph  # noqa: E402
 from core.code.walk import walk  # noqa: E402
 
 SITE = ROOT / ".venv" / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
 DEFAULT_ROOTS = [SITE / "site-packages" / "sqlalchemy", SITE / "site-packages" / "hypothesis"]
+OWN = ("core", "adapters", "bot", "tests")  # what bench/chunking.py reads
 
 
-def measure_cpu(sources: dict[str, bytes], runs: int) -> tuple[float, float, float, int]:
-    """Best wall-clock extract and resolve times, the best CPU time of both (this process
-    only, so other work on a shared machine inflates it much less), and the edge count."""
+def corpus(root: Path, folders: tuple[str, ...] = ()) -> list[str]:
+    """The graph files of `root` (only those under `folders`, when given), as `walk()` sees
+    each folder."""
+    if not folders:
+        return [f.path for f in walk(root) if graph_language(f.path) is not None]
+    return [
+        f"{folder}/{f.path}"
+        for folder in folders
+        for f in walk(root / folder)
+        if graph_language(f.path) is not None
+    ]
+
+
+def _cpu_of(pids: set[int]) -> float:
+    """CPU seconds (user + system) the live processes `pids` used so far."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _peak_rss_mb(pids: set[int]) -> float:
+    """The largest peak RSS among live processes `pids` (0 when none)."""
+    peaks = [0.0]
+    for pid in pids:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                peaks.append(int(line.split()[1]) / 1024)
+    return max(peaks)
+
+
+async def start_pool(workers: int) -> tuple[float, set[int]]:
+    """Start (and warm) the pool before timing: indexing keeps it for the process's life."""
+    if workers <= 1:
+        return 0.0, set()
+    start = time.perf_counter()
+    pool = shared_pool(workers)
+    await pool.wait_started()
+    return time.perf_counter() - start, pool.pids()
+
+
+def measure_cpu(
+    root: Path, paths: list[str], runs: int, workers: int, pids: set[int]
+) -> tuple[float, float, float, int]:
+    """Best wall-clock extract and resolve times, the best CPU time of both (this process and
+    its workers, so other work on a shared machine inflates it much less), and the edges."""
     best_extract = best_resolve = best_cpu = float("inf")
     edges = 0
     for _ in range(runs):
-        cpu = time.process_time()
+        cpu = time.process_time() + _cpu_of(pids)
         start = time.perf_counter()
-        files = extract_files(sources)
+        extracted, _ = asyncio.run(extract_many(root, paths, workers))
+        files: dict[str, FileFacts] = {p: f for p, f in extracted.items() if f is not None}
         mid = time.perf_counter()
         edges = sum(len(found) for found in resolve_paths(files, files).values())
         end = time.perf_counter()
-        best_cpu = min(best_cpu, time.process_time() - cpu)
+        best_cpu = min(best_cpu, time.process_time() + _cpu_of(pids) - cpu)
         best_extract = min(best_extract, mid - start)
         best_resolve = min(best_resolve, end - mid)
     return best_extract, best_resolve, best_cpu, edges
 
 
-async def measure_update(root: Path, paths: list[str], runs: int) -> dict[str, float]:
+async def measure_update(root: Path, paths: list[str], runs: int, workers: int) -> dict[str, float]:
     from core.store.engine import Database
     from core.store.models import Repo
 
@@ -70,7 +126,7 @@ async def measure_update(root: Path, paths: list[str], runs: int) -> dict[str, f
             s.add(repo)
         assert repo.id is not None
         start = time.perf_counter()
-        await update_graph(db, repo.id, root, paths, [], paths)
+        await update_graph(db, repo.id, root, paths, [], paths, workers)
         full = time.perf_counter() - start
         # A leaf (imported by few) and the most imported module (re-resolves many files).
         leaf = next(p for p in reversed(paths) if not p.endswith("__init__.py"))
@@ -80,7 +136,7 @@ async def measure_update(root: Path, paths: list[str], runs: int) -> dict[str, f
             times = []
             for _ in range(runs):
                 start = time.perf_counter()
-                await update_graph(db, repo.id, root, [path], [], paths)
+                await update_graph(db, repo.id, root, [path], [], paths, workers)
                 times.append(time.perf_counter() - start)
             out[f"one file, {label} (ms)"] = statistics.median(times) * 1000
             out[f"{label} path"] = path  # type: ignore[assignment]
@@ -91,31 +147,45 @@ async def measure_update(root: Path, paths: list[str], runs: int) -> dict[str, f
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, action="append", help="a corpus (repeatable)")
+    parser.add_argument("--own", action="store_true", help="add core+adapters+bot+tests")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--workers", type=int, action="append", help="extraction processes (repeatable)"
+    )
     parser.add_argument("--append", type=Path, help="append the table to this Markdown file")
     args = parser.parse_args()
     roots = [r.resolve() for r in args.root] if args.root else DEFAULT_ROOTS
+    corpora = [(root.name, root, corpus(root)) for root in roots]
+    if args.own:
+        corpora.append(("threadline (" + ", ".join(OWN) + ")", ROOT, corpus(ROOT, OWN)))
 
     rows = []
-    for root in roots:
-        paths = [f.path for f in walk(root) if graph_language(f.path) is not None]
+    for name, root, paths in corpora:
         sources = {p: (root / p).read_bytes() for p in paths}
-        extract, resolve, cpu, edges = measure_cpu(sources, args.runs)
-        update = asyncio.run(measure_update(root, paths, args.runs))
-        rate = len(paths) / (extract + resolve)
-        rows.append(
-            f"| {root.name} | {len(paths)} | {sum(map(len, sources.values())) / 1e6:.1f} | "
-            f"{edges:,} | {extract:.2f} | {resolve:.2f} | **{rate:.0f}** | "
-            f"{len(paths) / cpu:.0f} | "
-            f"{update['full store (s)']:.2f} | "
-            f"{update['one file, leaf (ms)']:.0f} (`{update['leaf path']}`) | "
-            f"{update['one file, hub (ms)']:.0f} (`{update['hub path']}`) |"
-        )
-        print(rows[-1], flush=True)
+        for workers in args.workers or [1]:
+            started, pids = asyncio.run(start_pool(workers))
+            extract, resolve, cpu, edges = measure_cpu(root, paths, args.runs, workers, pids)
+            update = asyncio.run(measure_update(root, paths, args.runs, workers))
+            worker_rss = _peak_rss_mb(pids)
+            shutdown_pool()
+            rate = len(paths) / (extract + resolve)
+            rows.append(
+                f"| {name} | {workers} | {len(paths)} | "
+                f"{sum(map(len, sources.values())) / 1e6:.1f} | "
+                f"{edges:,} | {extract:.2f} | {resolve:.2f} | **{rate:.0f}** | "
+                f"{len(paths) / cpu:.0f} | {started:.2f} | {worker_rss:.0f} | "
+                f"{update['full store (s)']:.2f} | "
+                f"{update['one file, leaf (ms)']:.0f} (`{update['leaf path']}`) | "
+                f"{update['one file, hub (ms)']:.0f} (`{update['hub path']}`) | "
+                f"{os.getloadavg()[0]:.1f} |"
+            )
+            print(rows[-1], flush=True)
     header = (
-        "| corpus | files | MB | edges | extract (s) | resolve (s) | files/s | files/CPU-s | "
-        "store all, SQLite (s) | update one leaf file (ms) | update one hub file (ms) |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
+        "| corpus | workers | files | MB | edges | extract (s) | resolve (s) | files/s | "
+        "files/CPU-s | pool start (s) | worker peak RSS (MB) | store all, SQLite (s) | "
+        "update one leaf file (ms) | "
+        "update one hub file (ms) | load (1 min) |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|"
     )
     table = "\n".join([header, *rows])
     print(table)
@@ -128,9 +198,13 @@ def main() -> None:
             f"## Code graph: build and update speed — {stamp}\n\n"
             f"Command: `.venv/bin/python bench/graph_speed.py {' '.join(sys.argv[1:])}`\n\n"
             f"{facts}\n\n{table}\n\nPeak RSS of the bench process: {peak_rss_mb():.0f} MB.\n\n"
-            "One thread, files read into memory first; extract and resolve are the best of "
-            "the runs (wall clock); files/CPU-s divides by the best CPU time of this process "
-            "for both, which load from other processes inflates much less. Store all = "
+            "Extract with `workers` processes (1: a thread of the bench process), resolve in "
+            "the bench process; extract and resolve are the best of the runs (wall clock); "
+            "files/CPU-s divides by the best CPU time of the bench process and its workers "
+            "for both, which load from other processes inflates much less. Pool start = "
+            "starting and warming the workers, once per process, not in the timings; worker "
+            "peak RSS = the largest of the workers'. "
+            "Store all = "
             "`update_graph` of every file into a fresh SQLite database (parsing included). "
             "Update one file = `update_graph` with that file changed: "
             "parse it, load the stored facts, re-resolve the files that depend on it, rewrite "

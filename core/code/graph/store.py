@@ -1,12 +1,12 @@
 """Keeping a repository's code graph in SQL in step with its files.
 
 `update_graph` is called by indexing with the files that were added or changed and those that
-were removed. Only those files are parsed again (in a worker thread); then the edges of the
-files that may resolve differently are recomputed: the changed files themselves, files whose
-imports name a changed file's module (or a package above it), files that used a global name a
-changed file defines (the unique-name fallback), and files with an edge into a changed or
-removed file. Everything is written in one transaction: a reader sees the old graph or the
-new one, never half of each.
+were removed. Only those files are parsed again (in a worker thread, or in worker processes
+when there are many: see `core.code.graph.pool`); then the edges of the files that may resolve
+differently are recomputed: the changed files themselves, files whose imports name a changed
+file's module (or a package above it), files that used a global name a changed file defines
+(the unique-name fallback), and files with an edge into a changed or removed file. Everything
+is written in one transaction: a reader sees the old graph or the new one, never half of each.
 
 Files that have no graph yet (indexed before the graph existed, or made with an older
 `GRAPH_FORMAT`) count as changed, so existing repositories get a graph on their next index.
@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.code.graph.build import extract_batch
 from core.code.graph.extract import graph_language
 from core.code.graph.gcpause import gc_paused
 from core.code.graph.model import FileFacts
+from core.code.graph.pool import WORKERS, encode, extract_many
 from core.code.graph.resolve import Resolver, module_keys
 from core.store.engine import Database
 
@@ -255,10 +255,12 @@ async def update_graph(
     changed: Sequence[str],
     removed: Sequence[str],
     current: Sequence[str],
+    workers: int = WORKERS,
 ) -> GraphUpdate:
     """Bring the graph of `repo_id` in line: `changed` files (added or modified) are parsed
     again, `removed` ones dropped, `current` is every indexed file now (files among them
-    without a graph of this format are parsed too). See the module docstring."""
+    without a graph of this format are parsed too); many files are parsed by `workers`
+    processes (see `core.code.graph.pool`). See the module docstring."""
     from sqlmodel import col, select
 
     from core.store.models import GraphEdge, GraphFile
@@ -275,12 +277,8 @@ async def update_graph(
     if not stale and not gone:
         return GraphUpdate()
 
-    extracted: dict[str, FileFacts | None] = {}
     ordered = sorted(stale)
-    for start in range(0, len(ordered), EXTRACT_BATCH):
-        extracted.update(
-            await asyncio.to_thread(extract_batch, root, ordered[start : start + EXTRACT_BATCH])
-        )
+    extracted, texts = await extract_many(root, ordered, workers, EXTRACT_BATCH)
     known = await _stored_facts(db, repo_id, stored)
     files = {p: f for p, f in known.items() if p not in stale and p not in gone}
     old = {p: f for p, f in known.items() if p in stale or p in gone}
@@ -310,7 +308,7 @@ async def update_graph(
         affected |= {p for p in pointing if p in files}
     moved = _moved_lines(old, fresh, stale)
     edges = await asyncio.to_thread(_resolve, files, affected)
-    await _write(db, repo_id, fresh, gone, affected, edges, moved)
+    await _write(db, repo_id, fresh, texts, gone, affected, edges, moved)
     await _remember(db, repo_id, files)
     return GraphUpdate(extracted=len(stale), resolved=len(affected), edges=len(edges))
 
@@ -319,6 +317,7 @@ async def _write(
     db: Database,
     repo_id: int,
     fresh: dict[str, FileFacts],
+    texts: dict[str, str],
     gone: set[str],
     affected: set[str],
     edges: list[dict[str, Any]],
@@ -336,7 +335,7 @@ async def _write(
             "repo_id": repo_id,
             "path": path,
             "format": GRAPH_FORMAT,
-            "facts": json.dumps(facts.as_json(), separators=(",", ":")),
+            "facts": texts.get(path) or encode(facts),  # a worker's text is this encoding
         }
         for path, facts in fresh.items()
     ]
