@@ -27,6 +27,7 @@ import asyncio
 import json
 import os
 import shlex
+import shutil
 import statistics
 import sys
 import tempfile
@@ -49,16 +50,20 @@ from tests.fakes.slack_api import FakeSlack  # noqa: E402
 from tests.fakes.slack_events import SIGNING_SECRET, mention, new_ts, sign  # noqa: E402
 from tests.processes import Cluster, base_env  # noqa: E402
 
+REPLIES_DEADLINE = 600.0
 SETTLE = 3.0  # seconds to wait after the last expected reply for any duplicate to show
+DROPPED = "Slack work failed"  # a mention that got no answer at all: the adapter's error line
 
 
 async def send_all(
-    urls: list[str], n: int, concurrency: int
+    urls: list[str], n: int, concurrency: int, users: int
 ) -> tuple[list[float], list[int], float]:
     import aiohttp
 
     bodies = [
-        json.dumps(mention(f"question {i}", channel=f"C{i % 20}", ts=new_ts())).encode()
+        json.dumps(
+            mention(f"question {i}", channel=f"C{i % 20}", user=f"U{i % users}", ts=new_ts())
+        ).encode()
         for i in range(n)
     ]
     latencies: list[float] = []
@@ -131,7 +136,14 @@ class ConnectionPeaks:
                 self._stop.wait(self.every)
 
 
-def run(n: int, webs: int, database_url: str | None, concurrency: int) -> dict[str, object]:
+def run(
+    n: int,
+    webs: int,
+    database_url: str | None,
+    concurrency: int,
+    users: int,
+    keep_logs: Path | None = None,
+) -> dict[str, object]:
     slack, llm = FakeSlack().start(), FakeOpenAI().start()
     try:
         with tempfile.TemporaryDirectory(prefix="threadline-slack-bench-") as tmp:
@@ -162,14 +174,19 @@ def run(n: int, webs: int, database_url: str | None, concurrency: int) -> dict[s
                 urls = [f"{p.url}/slack/events" for p in procs]
                 if peaks is not None:
                     peaks.__enter__()
-                latencies, statuses, began = asyncio.run(send_all(urls, n, concurrency))
-                replies = slack.wait_calls("chat.postMessage", n, timeout=900)
-                all_posted = max(c.at for c in replies) - began
+                latencies, statuses, began = asyncio.run(send_all(urls, n, concurrency, users))
+                complete = wait_replies(slack, cluster, n)
+                replies = slack.calls("chat.postMessage")
+                all_posted = max(c.at for c in replies) - began if replies else float("nan")
                 time.sleep(SETTLE)  # a bench, not a test: give late duplicates time to show
             finally:
                 if peaks is not None:
                     peaks.__exit__()
                 cluster.stop_all()
+                if keep_logs is not None:
+                    keep_logs.mkdir(parents=True, exist_ok=True)
+                    for proc in cluster.procs:
+                        shutil.copy(proc.log, keep_logs / f"{proc.name}.log")
             errors = cluster.errors_logged()
             logs = cluster.logs()
     finally:
@@ -178,24 +195,44 @@ def run(n: int, webs: int, database_url: str | None, concurrency: int) -> dict[s
     if any(s != 200 for s in statuses):
         raise SystemExit(f"non-200 acks: {sorted(set(statuses))}\n{logs[-4000:]}")
     per_thread = Counter(str(m.get("thread_ts")) for m in slack.posted())
+    dropped = sum(line.count(DROPPED) for line in errors)
     result: dict[str, object] = {
         "mentions": n,
         "web_processes": webs,
         "database": "postgresql" if database_url else "sqlite",
         "concurrency": concurrency or n,
+        "users": users,
         "ack_p50_ms": 1000 * statistics.median(latencies),
         "ack_p99_ms": 1000 * percentile(latencies, 99),
         "ack_max_ms": 1000 * max(latencies),
-        "all_replies_s": all_posted,
+        "all_replies_s": all_posted if complete else float("nan"),
+        "answered": len(per_thread),
+        "dropped": dropped,
         "duplicates": sum(c - 1 for c in per_thread.values() if c > 1),
-        "server_errors_logged": len(errors),
+        "server_errors_logged": sum(" ERROR " in line for line in errors),
     }
+    if errors:
+        result["first_error"] = next((line for line in errors if " ERROR " in line), errors[0])
     if peaks is not None:
         result["pg_connections_peak"] = ", ".join(
             f"{name.removeprefix('threadline-')} {count}"
             for name, count in sorted(peaks.peaks.items())
         )
     return result
+
+
+def wait_replies(slack: FakeSlack, cluster: Cluster, n: int) -> bool:
+    """Wait until every mention was answered or dropped with an error logged (False: some
+    neither within REPLIES_DEADLINE)."""
+    end = time.monotonic() + REPLIES_DEADLINE
+    while time.monotonic() < end:
+        replied = len(slack.calls("chat.postMessage"))
+        if replied >= n:
+            return True
+        if replied + cluster.logged(DROPPED) >= n:
+            return False
+        time.sleep(1.0)  # the logs are read whole on every poll
+    return False
 
 
 def markdown_section(result: dict[str, object], invocation: str) -> str:
@@ -206,17 +243,21 @@ def markdown_section(result: dict[str, object], invocation: str) -> str:
         f"## Slack HTTP load — {stamp}\n\n"
         f"Command: `{invocation}`\n\n"
         f"{facts}\n\n"
-        "| mentions | web processes | database | in flight | ack p50 (ms) | ack p99 (ms) "
-        "| ack max (ms) | all replies posted (s) | duplicates | peak PG connections "
-        "| errors logged |\n"
-        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---:|\n"
+        "| mentions | web processes | database | in flight | users | ack p50 (ms) | ack p99 (ms) "
+        "| ack max (ms) | all replies posted (s) | answered | dropped | duplicates "
+        "| peak PG connections | errors logged |\n"
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n"
         f"| {r['mentions']} | {r['web_processes']} | {r['database']} | {r['concurrency']} "
+        f"| {r['users']} "
         f"| {r['ack_p50_ms']:.1f} | {r['ack_p99_ms']:.1f} | {r['ack_max_ms']:.1f} "
-        f"| {r['all_replies_s']:.2f} | {r['duplicates']} "
+        f"| {r['all_replies_s']:.2f} | {r['answered']} | {r['dropped']} | {r['duplicates']} "
         f"| {r.get('pg_connections_peak', '—')} | {r['server_errors_logged']} |\n\n"
+        + (f"First error logged: `{r['first_error']}`\n\n" if "first_error" in r else "")
+        + "All replies posted: nan when some mentions were never answered. "
         "`threadline serve` processes (fake model answering at once) on 127.0.0.1; the fake "
         "Slack Web API, the fake model and the load generator in the benchmark process, on the "
-        "same cores. Mentions go round-robin to the web processes. Ack latency is measured by "
+        "same cores. Mentions go round-robin to the web processes, in 20 channels, from `users` "
+        "authors. Ack latency is measured by "
         "the client from send to response; peak PG connections are polled from "
         "pg_stat_activity every 50 ms.\n"
     )
@@ -233,13 +274,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--concurrency", type=int, default=0, help="requests in flight at most (0: all at once)"
     )
+    parser.add_argument(
+        "--users",
+        type=int,
+        default=100,
+        help="distinct authors (1: every mention updates one user's quota row)",
+    )
+    parser.add_argument("--logs", type=Path, metavar="DIR", help="keep the processes' logs")
     parser.add_argument("--append", type=Path, metavar="FILE", help="append results (Markdown)")
     args = parser.parse_args(argv)
     url = args.database_url or (PG_URL if args.web > 1 else None)
     if url and not url.startswith(("postgres://", "postgresql")):
         raise SystemExit("--database-url must be a PostgreSQL URL")
     with fresh_schema(url) if url else _nothing() as schema_url:
-        result = run(args.mentions, args.web, schema_url, args.concurrency)
+        result = run(args.mentions, args.web, schema_url, args.concurrency, args.users, args.logs)
     for key, value in result.items():
         print(f"{key}: {value:.2f}" if isinstance(value, float) else f"{key}: {value}")
     if args.append:

@@ -78,8 +78,8 @@ class Database:
         *,
         echo: bool = False,
         connect_args: dict[str, Any] | None = None,
-        pool_size: int = 5,
-        max_overflow: int = 10,
+        pool_size: int = 15,
+        max_overflow: int = 5,
     ):
         self.url = normalize_url(url)
         self._echo = echo
