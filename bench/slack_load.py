@@ -56,13 +56,13 @@ DROPPED = "Slack work failed"  # a mention that got no answer at all: the adapte
 
 
 async def send_all(
-    urls: list[str], n: int, concurrency: int, users: int
+    urls: list[str], n: int, concurrency: int, users: int, channels: int
 ) -> tuple[list[float], list[int], float]:
     import aiohttp
 
     bodies = [
         json.dumps(
-            mention(f"question {i}", channel=f"C{i % 20}", user=f"U{i % users}", ts=new_ts())
+            mention(f"question {i}", channel=f"C{i % channels}", user=f"U{i % users}", ts=new_ts())
         ).encode()
         for i in range(n)
     ]
@@ -142,6 +142,7 @@ def run(
     database_url: str | None,
     concurrency: int,
     users: int,
+    channels: int,
     keep_logs: Path | None = None,
 ) -> dict[str, object]:
     slack, llm = FakeSlack().start(), FakeOpenAI().start()
@@ -174,7 +175,9 @@ def run(
                 urls = [f"{p.url}/slack/events" for p in procs]
                 if peaks is not None:
                     peaks.__enter__()
-                latencies, statuses, began = asyncio.run(send_all(urls, n, concurrency, users))
+                latencies, statuses, began = asyncio.run(
+                    send_all(urls, n, concurrency, users, channels)
+                )
                 complete = wait_replies(slack, cluster, n)
                 replies = slack.calls("chat.postMessage")
                 all_posted = max(c.at for c in replies) - began if replies else float("nan")
@@ -202,6 +205,7 @@ def run(
         "database": "postgresql" if database_url else "sqlite",
         "concurrency": concurrency or n,
         "users": users,
+        "channels": channels,
         "ack_p50_ms": 1000 * statistics.median(latencies),
         "ack_p99_ms": 1000 * percentile(latencies, 99),
         "ack_max_ms": 1000 * max(latencies),
@@ -243,12 +247,12 @@ def markdown_section(result: dict[str, object], invocation: str) -> str:
         f"## Slack HTTP load — {stamp}\n\n"
         f"Command: `{invocation}`\n\n"
         f"{facts}\n\n"
-        "| mentions | web processes | database | in flight | users | ack p50 (ms) | ack p99 (ms) "
-        "| ack max (ms) | all replies posted (s) | answered | dropped | duplicates "
+        "| mentions | web processes | database | in flight | users | channels | ack p50 (ms) "
+        "| ack p99 (ms) | ack max (ms) | all replies posted (s) | answered | dropped | duplicates "
         "| peak PG connections | errors logged |\n"
-        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n"
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n"
         f"| {r['mentions']} | {r['web_processes']} | {r['database']} | {r['concurrency']} "
-        f"| {r['users']} "
+        f"| {r['users']} | {r['channels']} "
         f"| {r['ack_p50_ms']:.1f} | {r['ack_p99_ms']:.1f} | {r['ack_max_ms']:.1f} "
         f"| {r['all_replies_s']:.2f} | {r['answered']} | {r['dropped']} | {r['duplicates']} "
         f"| {r.get('pg_connections_peak', '—')} | {r['server_errors_logged']} |\n\n"
@@ -256,8 +260,8 @@ def markdown_section(result: dict[str, object], invocation: str) -> str:
         + "All replies posted: nan when some mentions were never answered. "
         "`threadline serve` processes (fake model answering at once) on 127.0.0.1; the fake "
         "Slack Web API, the fake model and the load generator in the benchmark process, on the "
-        "same cores. Mentions go round-robin to the web processes, in 20 channels, from `users` "
-        "authors. Ack latency is measured by "
+        "same cores. Mentions go round-robin to the web processes, in `channels` channels, "
+        "from `users` authors. Ack latency is measured by "
         "the client from send to response; peak PG connections are polled from "
         "pg_stat_activity every 50 ms.\n"
     )
@@ -280,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         default=100,
         help="distinct authors (1: every mention updates one user's quota row)",
     )
+    parser.add_argument("--channels", type=int, default=20, help="distinct channels")
     parser.add_argument("--logs", type=Path, metavar="DIR", help="keep the processes' logs")
     parser.add_argument("--append", type=Path, metavar="FILE", help="append results (Markdown)")
     args = parser.parse_args(argv)
@@ -287,7 +292,15 @@ def main(argv: list[str] | None = None) -> int:
     if url and not url.startswith(("postgres://", "postgresql")):
         raise SystemExit("--database-url must be a PostgreSQL URL")
     with fresh_schema(url) if url else _nothing() as schema_url:
-        result = run(args.mentions, args.web, schema_url, args.concurrency, args.users, args.logs)
+        result = run(
+            args.mentions,
+            args.web,
+            schema_url,
+            args.concurrency,
+            args.users,
+            args.channels,
+            args.logs,
+        )
     for key, value in result.items():
         print(f"{key}: {value:.2f}" if isinstance(value, float) else f"{key}: {value}")
     if args.append:
