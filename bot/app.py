@@ -119,7 +119,11 @@ def build_app(
     from core.tts.tool import voice_tools
 
     policy = Policy.load(settings.policy_file)
-    db = Database(settings.database)
+    db = Database(
+        settings.database,
+        pool_size=settings.database_pool_size,
+        max_overflow=settings.database_max_overflow,
+    )
     quotas = QuotaLedger(db, clock)
     usage = UsageRecorder(db)
     memory = MemoryStore(db, clock)  # long-term memory: /save, /memory and the memory tools

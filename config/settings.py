@@ -268,6 +268,14 @@ class Settings(BaseSettings):
 
     data_dir: Path = Field(Path("data"), validation_alias=_alias("THREADLINE_DATA_DIR", "data_dir"))
     database_url: str | None = None
+    # PostgreSQL connections each process may hold: the pool keeps up to DATABASE_POOL_SIZE
+    # open and opens up to DATABASE_MAX_OVERFLOW more under load (20 at most by default, so N
+    # processes need N x 20 of the server's max_connections). Overflow connections are closed
+    # as soon as they are returned, so under steady load they are reconnected over and over:
+    # the kept part is the larger one (bench/slack_load.py: 5 + 10 dropped requests on pool
+    # timeouts where 20 + 0 answered all). SQLite ignores both.
+    database_pool_size: int = Field(15, ge=1, le=100)
+    database_max_overflow: int = Field(5, ge=0, le=100)
     policy_file: Path = Field(
         DEFAULT_POLICY_FILE, validation_alias=_alias("THREADLINE_POLICY", "policy_file")
     )
@@ -384,10 +392,12 @@ class Settings(BaseSettings):
     # Bytes, or with a unit (KB, MB; Discord counts 1 MB as 1,024 KB).
     discord_upload_limit: int = DEFAULT_DISCORD_UPLOAD_LIMIT
     # Empty: one gateway connection. "auto": discord.py's auto-sharded client with Discord's
-    # recommended shard count. A number: that many shards.
+    # recommended shard count. A number: that many shards in total (over all processes).
+    discord_shard_count: str | None = None
+    # The older name of DISCORD_SHARD_COUNT, still read; after validation both hold the count.
     discord_shards: str | None = None
-    # With a numeric DISCORD_SHARDS: the shard ids this process runs (e.g. "0,1"), so several
-    # worker processes can split the shards; default all of them.
+    # With a numeric DISCORD_SHARD_COUNT: the shard ids this process runs (e.g. "0,1"), so
+    # several worker processes can split the shards; default all of them.
     discord_shard_ids: Annotated[tuple[int, ...], NoDecode] = ()
 
     @classmethod
@@ -454,15 +464,16 @@ class Settings(BaseSettings):
     def _upload_limit(cls, value: object) -> int:
         return parse_size(value, "DISCORD_UPLOAD_LIMIT")
 
-    @field_validator("discord_shards", mode="before")
+    @field_validator("discord_shard_count", "discord_shards", mode="before")
     @classmethod
-    def _shards(cls, value: object) -> str | None:
+    def _shards(cls, value: object, info: Any) -> str | None:
         text = str(value).strip().lower() if value is not None else ""
         if not text:
             return None
         if text != "auto" and not (text.isdigit() and int(text) >= 1):
-            raise ValueError('DISCORD_SHARDS must be "auto" or a shard count (1 or more)')
-        return text
+            name = info.field_name.upper()
+            raise ValueError(f'{name} must be "auto" or a shard count (1 or more)')
+        return str(int(text)) if text.isdigit() else text
 
     @field_validator("llm_model", "llm_provider", "tts_voice", mode="before")
     @classmethod
@@ -518,13 +529,22 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check_shards(self) -> Settings:
+        count, old = self.discord_shard_count, self.discord_shards
+        if count is not None and old is not None and count != old:
+            raise ValueError(
+                f"DISCORD_SHARD_COUNT={count} and DISCORD_SHARDS={old} disagree: set only "
+                "DISCORD_SHARD_COUNT (DISCORD_SHARDS is its older name)"
+            )
+        self.discord_shard_count = self.discord_shards = count or old
         if not self.discord_shard_ids:
             return self
-        if self.discord_shards is None or not self.discord_shards.isdigit():
-            raise ValueError("DISCORD_SHARD_IDS needs a numeric DISCORD_SHARDS (the total count)")
-        count = int(self.discord_shards)
-        if any(i >= count for i in self.discord_shard_ids):
-            raise ValueError(f"DISCORD_SHARD_IDS must be below DISCORD_SHARDS ({count})")
+        if self.discord_shard_count is None or not self.discord_shard_count.isdigit():
+            raise ValueError(
+                "DISCORD_SHARD_IDS needs a numeric DISCORD_SHARD_COUNT (the total shard count)"
+            )
+        total = int(self.discord_shard_count)
+        if any(i >= total for i in self.discord_shard_ids):
+            raise ValueError(f"DISCORD_SHARD_IDS must be below DISCORD_SHARD_COUNT ({total})")
         return self
 
     @property

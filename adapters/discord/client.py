@@ -92,7 +92,7 @@ class DiscordConfig:
             api_url=settings.discord_api_url,
             guild_ids=settings.discord_guild_ids,
             upload_limit=settings.discord_upload_limit,
-            shards=settings.discord_shards,
+            shards=settings.discord_shard_count,
             shard_ids=settings.discord_shard_ids,
         )
         return replace(config, **tuning)

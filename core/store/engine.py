@@ -85,10 +85,20 @@ def sqlite_url(path: Path) -> str:
 
 
 class Database:
-    def __init__(self, url: str, *, echo: bool = False, connect_args: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        url: str,
+        *,
+        echo: bool = False,
+        connect_args: dict[str, Any] | None = None,
+        pool_size: int = 15,
+        max_overflow: int = 5,
+    ):
         self.url = normalize_url(url)
         self._echo = echo
         self._connect_args = connect_args or {}
+        # PostgreSQL only: this process never holds more than pool_size + max_overflow.
+        self._pool = {"pool_size": pool_size, "max_overflow": max_overflow}
         self._engine: AsyncEngine | None = None
         self._ready = False
 
@@ -126,7 +136,11 @@ class Database:
 
             return engine
         return create_async_engine(
-            self.url, echo=self._echo, pool_pre_ping=True, connect_args=self._connect_args
+            self.url,
+            echo=self._echo,
+            pool_pre_ping=True,
+            connect_args=self._connect_args,
+            **self._pool,
         )
 
     async def create_all(self) -> None:

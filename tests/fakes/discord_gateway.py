@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSMsgType, web
 
+from tests.fakes.discord_world import shard_of
+
 if TYPE_CHECKING:
     from adapters.discord.payloads import Message
     from tests.fakes.discord_server import FakeDiscord
@@ -99,9 +101,11 @@ class FakeGateway:
     # -- control -------------------------------------------------------------------------------
 
     async def dispatch(self, event: str, data: Any, *, dm: bool = False) -> None:
-        """Send a DISPATCH to the session of the guild's shard (shard 0 for DMs); queued
-        until a session exists, buffered for RESUME while its socket is down."""
-        session = self._session_for(dm)
+        """Send a DISPATCH to the session of the guild's shard (the event's `guild_id`, else
+        the first guild; shard 0 for DMs); queued until a session exists, buffered for RESUME
+        while its socket is down."""
+        guild = data.get("guild_id") if isinstance(data, dict) else None
+        session = self._session_for(dm, guild or self.world.guild_id)
         if session is None:
             self._pending.append((event, data, dm))
             return
@@ -183,8 +187,9 @@ class FakeGateway:
         session = Session(secrets.token_hex(16), (int(shard_id), int(count)), intents, conn=conn)
         self._sessions[session.id] = session
         await self._send_dispatch(session, "READY", world.ready_payload(session.id, session.shard))
-        if intents & GUILDS and session.shard[0] == world.guild_shard():
-            await self._send_dispatch(session, "GUILD_CREATE", world.guild_payload())
+        if intents & GUILDS:
+            for guild_id in world.guilds_of(session.shard):
+                await self._send_dispatch(session, "GUILD_CREATE", world.guild_payload(guild_id))
         pending, self._pending = self._pending, []
         for event, payload, dm in pending:
             await self.dispatch(event, payload, dm=dm)
@@ -214,9 +219,14 @@ class FakeGateway:
 
     # -- dispatching ---------------------------------------------------------------------------
 
-    def _session_for(self, dm: bool) -> Session | None:
-        shard = 0 if dm else self.world.guild_shard()
-        live = [s for s in self._sessions.values() if s.shard[0] == shard]
+    def _session_for(self, dm: bool, guild_id: str) -> Session | None:
+        """The newest session of the shard the event belongs to, by the shard count that
+        session identified with (as Discord routes)."""
+        live = [
+            s
+            for s in self._sessions.values()
+            if s.shard[0] == (0 if dm else shard_of(guild_id, s.shard[1]))
+        ]
         return live[-1] if live else None
 
     async def _send_dispatch(

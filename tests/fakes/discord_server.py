@@ -159,6 +159,7 @@ class FakeDiscord:
         self.application_id = self._id()
         self.bot: User = self._user("Threadline", bot=True)
         self.guild_id = self._id()
+        self.guilds = [self.guild_id]  # the first is `guild_id`; `add_guild` adds more
         self.roles: dict[str, Role] = {}
         self._role(self.guild_id, "@everyone", position=0)
         self.bot_role = self._role(self._id(), "Threadline", managed=True)
@@ -181,6 +182,7 @@ class FakeDiscord:
         self.no_voice_messages: set[str] = set()
 
         self._failures: list[_Failure] = []
+        self._held: dict[str, asyncio.Event] = {}  # channel id -> set when posts may proceed
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -237,14 +239,19 @@ class FakeDiscord:
         """Op 9: the client must identify again (and fires `on_ready` again)."""
         await self.gateway.invalidate_session()
 
-    def guild_shard(self) -> int:
-        return (int(self.guild_id) >> 22) % self.shard_count
+    def guild_shard(self, guild_id: str | None = None, shard_count: int | None = None) -> int:
+        """The shard Discord sends a guild's events to: (guild_id >> 22) % shard_count."""
+        return world.shard_of(guild_id or self.guild_id, shard_count or self.shard_count)
+
+    def guilds_of(self, shard: tuple[int, int]) -> list[str]:
+        """The guilds a session identified as (shard id, shard count) receives."""
+        return [g for g in self.guilds if world.shard_of(g, shard[1]) == shard[0]]
 
     def ready_payload(self, session_id: str, shard: tuple[int, int]) -> dict[str, Any]:
         return {
             "v": 10,
             "user": {**self.bot, "verified": True, "mfa_enabled": False, "flags": 0},
-            "guilds": [{"id": self.guild_id, "unavailable": True}],
+            "guilds": [{"id": g, "unavailable": True} for g in self.guilds_of(shard)],
             "session_id": session_id,
             "resume_gateway_url": self.gateway_url,
             "shard": list(shard),
@@ -267,10 +274,27 @@ class FakeDiscord:
     def add_role(self, name: str) -> str:
         return self._role(self._id(), name, position=len(self.roles))["id"]
 
-    def add_channel(self, name: str) -> str:
-        channel = world.text_channel(self._id(), self.guild_id, name, len(self.channels))
+    def add_channel(self, name: str, guild_id: str | None = None) -> str:
+        channel = world.text_channel(
+            self._id(), guild_id or self.guild_id, name, len(self.channels)
+        )
         self.channels[channel["id"]] = channel
         return channel["id"]
+
+    def add_guild(self, *, shard: int | None = None) -> tuple[str, str]:
+        """Another guild the bot is in, with its @everyone role and a #general channel; with
+        `shard`, its id is chosen so that Discord's rule puts it on that shard (of
+        `shard_count`). Returns the guild id and the channel id. Members are shared with the
+        first guild (alice writes in both)."""
+        guild_id = self._id()
+        if shard is not None:
+            guild_id = world.snowflake_on_shard(guild_id, shard, self.shard_count)
+        self.guilds.append(guild_id)
+        self._role(guild_id, "@everyone", position=0)
+        return guild_id, self.add_channel("general", guild_id)
+
+    def guild_of(self, channel_id: str) -> str:
+        return self.channels[channel_id]["guild_id"]
 
     def _add_member(self, user: User, roles: list[str]) -> Member:
         self.members[user["id"]] = world.member(user, roles)
@@ -283,7 +307,7 @@ class FakeDiscord:
         return user
 
     def _thread(self, thread_id: str, parent: str, name: str, owner: str) -> Channel:
-        return world.thread(thread_id, self.guild_id, parent, name, owner)
+        return world.thread(thread_id, self.guild_of(parent), parent, name, owner)
 
     async def add_thread(
         self, name: str, parent: str | None = None, owner: User | None = None
@@ -301,14 +325,24 @@ class FakeDiscord:
         thread["thread_metadata"]["archived"] = True
         await self.dispatch("THREAD_UPDATE", dict(thread))
 
-    def guild_payload(self) -> dict[str, Any]:
+    def guild_payload(self, guild_id: str | None = None) -> dict[str, Any]:
+        guild_id = guild_id or self.guild_id
+        first = guild_id == self.guild_id
+        others = set(self.guilds[1:])  # each extra guild has its @everyone role only
+        roles = (
+            [r for r in self.roles.values() if r["id"] not in others]
+            if first
+            else [self.roles[guild_id]]
+        )
+        bot = self.members[self.bot["id"]]
         return world.guild(
-            self.guild_id,
+            guild_id,
             self.alice["id"],
-            roles=self.roles.values(),
-            members=[self.members[self.bot["id"]]],
+            roles=roles,
+            # The bot's managed role exists in the first guild only.
+            members=[bot if first else {**bot, "roles": []}],
             member_count=len(self.members),
-            channels=self.channels.values(),
+            channels=[c for c in self.channels.values() if c["guild_id"] == guild_id],
         )
 
     # -- driving the bot -----------------------------------------------------------------------
@@ -325,7 +359,7 @@ class FakeDiscord:
         member = dict(self.members[author["id"]])
         member.pop("user", None)
         message = self._message(channel_id, author, content)
-        message["guild_id"] = self.guild_id
+        message["guild_id"] = channel["guild_id"]
         message["member"] = member  # type: ignore[typeddict-item]
         self.user_messages[message["id"]] = message
         await self.dispatch("MESSAGE_CREATE", message)
@@ -351,7 +385,7 @@ class FakeDiscord:
             "type": 0,
         }
         if not dm:
-            data["guild_id"] = self.guild_id
+            data["guild_id"] = self.guild_of(posted.channel_id)
             data["member"] = dict(self.members[user["id"]])
         await self.dispatch("MESSAGE_REACTION_ADD", data, dm=dm)
 
@@ -388,9 +422,9 @@ class FakeDiscord:
                 "name": "threadline",
                 "type": 1,
                 "options": [sub],  # type: ignore[list-item]
-                "guild_id": self.guild_id,
+                "guild_id": channel["guild_id"],
             },
-            "guild_id": self.guild_id,
+            "guild_id": channel["guild_id"],
             "channel_id": channel["id"],
             "channel": channel,
             "member": member,  # type: ignore[typeddict-item]
@@ -399,7 +433,7 @@ class FakeDiscord:
             "locale": "en-US",
             "app_permissions": "1071698660929",
             "entitlements": [],
-            "authorizing_integration_owners": {"0": self.guild_id},
+            "authorizing_integration_owners": {"0": channel["guild_id"]},
             "context": 0,
             "attachment_size_limit": self.upload_limit,
         }
@@ -501,6 +535,12 @@ class FakeDiscord:
                 times,
             )
         )
+
+    def hold_posts(self, channel_id: str) -> asyncio.Event:
+        """Messages sent to `channel_id` get no answer until the returned event is set (a
+        slow or stalled Discord); then they are made as usual, even when the client that sent
+        them is gone by then (Discord finishes what it received)."""
+        return self._held.setdefault(channel_id, asyncio.Event())
 
     def rate_limit_next(self, method: str, path: str, retry_after: float = 0.05) -> None:
         """A real 429 (with `Via`, as Discord's edge sends it): discord.py waits and retries."""
@@ -636,6 +676,10 @@ class FakeDiscord:
 
     async def _create_message(self, call: Call) -> web.Response:
         channel_id = call.path.split("/")[2]
+        held = self._held.get(channel_id)
+        if held is not None:
+            await self.changed()  # the call is recorded: a test may wait for it
+            await held.wait()
         body = call.body or {}
         problem = self._check_content(body, call.files)
         if problem is not None:
@@ -663,7 +707,7 @@ class FakeDiscord:
         if nonce:
             message["nonce"] = nonce
         if channel_id in self.channels:
-            message["guild_id"] = self.guild_id
+            message["guild_id"] = self.guild_of(channel_id)
             await self.dispatch("MESSAGE_CREATE", message)  # the bot's own echo
         elif channel_id in self.dm_channels.values():
             await self.dispatch("MESSAGE_CREATE", message, dm=True)
@@ -685,7 +729,7 @@ class FakeDiscord:
         if posted is not None:
             message = self._bot_message(posted)
             if posted.channel_id in self.channels:
-                message["guild_id"] = self.guild_id
+                message["guild_id"] = self.guild_of(posted.channel_id)
             return json_response(200, message)
         message_id = call.path.strip("/").split("/")[3]
         if message_id in self.user_messages:

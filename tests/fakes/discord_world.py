@@ -29,6 +29,18 @@ def snowflake_factory() -> Callable[[], str]:
     return make
 
 
+def shard_of(snowflake: str, shard_count: int) -> int:
+    """Discord's sharding rule: a guild's events go to shard (guild_id >> 22) % shard_count."""
+    return (int(snowflake) >> 22) % shard_count
+
+
+def snowflake_on_shard(snowflake: str, shard: int, shard_count: int) -> str:
+    """The same id moved forward by the fewest milliseconds that put it on `shard`."""
+    value = int(snowflake)
+    ms = (value >> 22) + (shard - shard_of(snowflake, shard_count)) % shard_count
+    return str((ms << 22) | (value & 0x3FFFFF))
+
+
 def user(user_id: str, name: str, *, bot: bool = False) -> User:
     out: User = {
         "id": user_id,

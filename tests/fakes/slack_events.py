@@ -236,6 +236,21 @@ def send(
         return Response(err.code, err.read().decode(), time.monotonic() - started)
 
 
+def retry_headers(attempt: int, reason: str = "http_timeout") -> dict[str, str]:
+    """What Slack adds when it delivers an event again (attempts 1 to 3, same body and
+    event_id, signed anew): after no ack within 3 s, an error status or a failed connection."""
+    return {"X-Slack-Retry-Num": str(attempt), "X-Slack-Retry-Reason": reason}
+
+
+def deliver_event(
+    events_url: str, body: dict[str, Any], *, retry: int = 0, timeout: float = 30.0
+) -> Response:
+    """POST one event callback as Slack does (signed JSON; `retry` > 0: a redelivery)."""
+    data = json.dumps(body).encode()
+    headers = retry_headers(retry) if retry else None
+    return send(events_url, data, "application/json", headers=headers, timeout=timeout)
+
+
 class ServedApp:
     """The real composition root with the Slack adapter, served by uvicorn on 127.0.0.1."""
 

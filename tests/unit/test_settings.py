@@ -633,3 +633,15 @@ def test_voice_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TTS_API_KEY", "sk secret")
     msg = settings_error()
     assert "TTS_API_KEY" in msg and "sk secret" not in msg
+
+
+def test_the_database_pool_is_bounded_and_configurable(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = load_settings()
+    assert settings.database_pool_size + settings.database_max_overflow <= 20
+    monkeypatch.setenv("DATABASE_POOL_SIZE", "3")
+    monkeypatch.setenv("DATABASE_MAX_OVERFLOW", "0")
+    settings = load_settings()
+    assert (settings.database_pool_size, settings.database_max_overflow) == (3, 0)
+    monkeypatch.setenv("DATABASE_POOL_SIZE", "0")
+    with pytest.raises(SettingsError, match="DATABASE_POOL_SIZE"):
+        load_settings()
