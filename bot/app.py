@@ -247,7 +247,10 @@ def build_app(
         agent=agent,
         agents=agents,
         events=EventLedger(db),
-        limits=Limits(max_message_chars=settings.max_message_chars),
+        limits=Limits(
+            max_message_chars=settings.max_message_chars,
+            max_concurrent=settings.max_concurrent_requests,
+        ),
         metrics=metrics,
         clock=clock,
         offline_answer=offline_answer(repos, search),

@@ -300,6 +300,15 @@ class Settings(BaseSettings):
         le=3600,
         validation_alias=_alias("THREADLINE_REQUEST_DEADLINE", "request_deadline"),
     )
+    # Requests one process answers at once; the rest wait their turn in order. Without a bound a
+    # burst of mentions starts every answer together: each holds database connections over more
+    # event-loop turns, and past the pool's 30 s wait requests fail instead of waiting.
+    max_concurrent_requests: int = Field(
+        16,
+        ge=1,
+        le=1000,
+        validation_alias=_alias("THREADLINE_MAX_CONCURRENT_REQUESTS", "max_concurrent_requests"),
+    )
     # Seconds `run`, `serve` and `worker` give work in flight after SIGTERM/SIGINT before they
     # cut it and exit: under the usual 30 s a platform waits before it kills the process.
     shutdown_grace: float = Field(
@@ -613,6 +622,7 @@ _ENV_NAMES = {
     "tool_max_args_chars": "THREADLINE_TOOL_MAX_ARGS_CHARS",
     "tool_max_result_chars": "THREADLINE_TOOL_MAX_RESULT_CHARS",
     "request_deadline": "THREADLINE_REQUEST_DEADLINE",
+    "max_concurrent_requests": "THREADLINE_MAX_CONCURRENT_REQUESTS",
     "mcp_confirm_timeout": "THREADLINE_MCP_CONFIRM_TIMEOUT",
     "shutdown_grace": "THREADLINE_SHUTDOWN_GRACE",
     "persona": "THREADLINE_PERSONA",

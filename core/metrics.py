@@ -61,6 +61,11 @@ class Metrics:
             "Requests waiting for their thread (one request at a time per thread)",
             registry=r,
         )
+        self.queued = Gauge(
+            "threadline_requests_queued",
+            "Requests waiting for a free slot (THREADLINE_MAX_CONCURRENT_REQUESTS per process)",
+            registry=r,
+        )
         self.outbox_backlog = Gauge(
             "threadline_outbox_backlog", "Messages waiting in the outbox", ["platform"], registry=r
         )
@@ -91,6 +96,9 @@ class Metrics:
 
     def watch_waiting(self, count: Callable[[], int]) -> None:
         self.waiting.set_function(count)
+
+    def watch_queued(self, count: Callable[[], int]) -> None:
+        self.queued.set_function(count)
 
     def digest_run(self, outcome: str) -> None:
         self.digest_runs.labels(outcome).inc()

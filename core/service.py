@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -30,9 +31,32 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_MESSAGE_CHARS = 20_000
 
 
+class RequestSlots:
+    """At most `limit` requests answered at once; the others wait in arrival order (asyncio's
+    semaphore wakes waiters first come, first served). `queued` feeds a gauge."""
+
+    def __init__(self, limit: int) -> None:
+        self._semaphore = asyncio.Semaphore(limit)
+        self._queued = 0
+
+    def queued(self) -> int:
+        return self._queued
+
+    async def __aenter__(self) -> None:
+        self._queued += 1
+        try:
+            await self._semaphore.acquire()
+        finally:
+            self._queued -= 1
+
+    async def __aexit__(self, *_: object) -> None:
+        self._semaphore.release()
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS
+    max_concurrent: int = 16  # requests answered at once by this process; others queue
 
 
 class Core:
@@ -69,8 +93,10 @@ class Core:
         self._metrics = metrics
         self._clock = clock
         self._threads = KeyedLocks()
+        self._slots = RequestSlots(limits.max_concurrent)
         if metrics is not None:
             metrics.watch_waiting(self._threads.waiting)
+            metrics.watch_queued(self._slots.queued)
         self._offline_answer = offline_answer
         self.voice = voice
 
@@ -96,7 +122,8 @@ class Core:
         )
         with request_scope(context):
             try:
-                reply = await self._handle(request, progress)
+                async with self._slots:
+                    reply = await self._handle(request, progress)
             except Refusal as exc:
                 reply = Reply(str(exc), ok=False)
             except Exception:

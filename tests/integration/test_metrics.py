@@ -4,6 +4,7 @@ requests waiting for their thread, outbox backlog and digest runs."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -59,3 +60,29 @@ async def test_outbox_backlog_and_digest_runs(
     later = parse_schedule("daily", "UTC").next_after(datetime.now(UTC)) + timedelta(minutes=1)
     assert await bot.app.digests.run_due(later) == ["posted"]
     assert samples(bot)[("threadline_digest_runs_total", (("outcome", "posted"),))] == 1
+
+
+async def test_requests_beyond_the_limit_queue_in_order_and_are_all_answered(
+    make_bot: Callable[..., BotHarness], fake_llm: FakeOpenAI
+) -> None:
+    """THREADLINE_MAX_CONCURRENT_REQUESTS: the second request waits for the first's slot (the
+    gauge shows it queued), then is answered; nothing is refused or lost."""
+    bot = make_bot(
+        llm_base_url=fake_llm.url,
+        llm_model="fake-model",
+        llm_max_retries=0,
+        max_concurrent_requests=1,
+    )
+    fake_llm.reply("first", delay=1.5)
+    fake_llm.reply("second")
+    first = asyncio.create_task(bot.send("one", thread="t1"))
+    await asyncio.to_thread(fake_llm.wait_for_requests, 1, 10)
+    second = asyncio.create_task(bot.send("two", thread="t2"))
+    for _ in range(100):  # the second reaches the queue within a few loop turns
+        if samples(bot)[("threadline_requests_queued", ())] == 1:
+            break
+        await asyncio.sleep(0.01)
+    assert samples(bot)[("threadline_requests_queued", ())] == 1
+    assert len(fake_llm.requests) == 1  # the second has not reached the model
+    assert [r.text for r in await asyncio.gather(first, second)] == ["first", "second"]
+    assert samples(bot)[("threadline_requests_queued", ())] == 0
