@@ -24,6 +24,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 async def db_command(db: Database, args: argparse.Namespace) -> int:
+    from sqlalchemy.exc import SQLAlchemyError
+
     from core.store.engine import SchemaError
 
     try:
@@ -33,6 +35,21 @@ async def db_command(db: Database, args: argparse.Namespace) -> int:
     except SchemaError as exc:
         print(f"threadline db {args.db_command}: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except (SQLAlchemyError, OSError) as exc:
+        # The URL is not printed (it may hold a password); the driver's first line says what
+        # went wrong (refused, authentication, a statement the database rejected).
+        print(f"threadline db {args.db_command}: {_database_error(exc)}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _database_error(exc: BaseException) -> str:
+    cause = getattr(exc, "orig", None) or exc
+    first = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
+    detail = f" ({first[:300]})" if first else ""
+    return (
+        f"the database (DATABASE_URL) failed: {type(cause).__name__}{detail}; "
+        "nothing was changed by the step that failed (each runs in one transaction)"
+    )
 
 
 async def _upgrade(db: Database) -> int:

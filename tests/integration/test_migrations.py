@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -544,3 +545,16 @@ async def test_threadline_run_upgrades_an_old_sqlite_file_by_itself(
         await assert_every_row_kept(db, only=False)  # the digest scheduler ran a missed digest
     finally:
         await db.dispose()
+
+
+def test_threadline_db_says_plainly_when_the_database_is_unreachable(cli: Any) -> None:
+    with socket.socket() as closed:  # a port nothing listens on once this is closed
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    url = f"postgresql://threadline:s3cret-pw@127.0.0.1:{port}/threadline"
+    for action in ("upgrade", "current"):
+        done = cli("db", action, url=url)
+        assert done.returncode == 1
+        assert "Traceback" not in done.stderr
+        assert done.stderr.startswith(f"threadline db {action}: the database (DATABASE_URL)")
+        assert "s3cret-pw" not in done.stderr + done.stdout
