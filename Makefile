@@ -30,7 +30,7 @@ run: $(VENV)/.installed
 	$(BIN)/threadline run
 
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 check: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
