@@ -43,7 +43,7 @@ from bench.machine import append_section, machine_facts, peak_rss_mb  # noqa: E4
 from core.code.graph.build import resolve_paths  # noqa: E402
 from core.code.graph.extract import graph_language  # noqa: E402
 from core.code.graph.model import FileFacts  # noqa: E402
-from core.code.graph.pool import extract_many, shared_pool, shutdown_pool  # noqa: E402
+from core.code.graph.pool import GraphWorkers, extract_many  # noqa: E402
 from core.code.graph.store import update_graph  # noqa: E402
 from core.code.walk import walk  # noqa: E402
 
@@ -84,18 +84,18 @@ def _peak_rss_mb(pids: set[int]) -> float:
     return max(peaks)
 
 
-async def start_pool(workers: int) -> tuple[float, set[int]]:
-    """Start (and warm) the pool before timing: indexing keeps it for the process's life."""
-    if workers <= 1:
+async def start_pool(workers: GraphWorkers | None) -> tuple[float, set[int]]:
+    """Start (and warm) the pool before timing: the app keeps it while it runs."""
+    pool = workers.pool() if workers is not None else None
+    if pool is None:
         return 0.0, set()
     start = time.perf_counter()
-    pool = shared_pool(workers)
     await pool.wait_started()
     return time.perf_counter() - start, pool.pids()
 
 
 def measure_cpu(
-    root: Path, paths: list[str], runs: int, workers: int, pids: set[int]
+    root: Path, paths: list[str], runs: int, workers: GraphWorkers | None, pids: set[int]
 ) -> tuple[float, float, float, int]:
     """Best wall-clock extract and resolve times, the best CPU time of both (this process and
     its workers, so other work on a shared machine inflates it much less), and the edges."""
@@ -115,7 +115,9 @@ def measure_cpu(
     return best_extract, best_resolve, best_cpu, edges
 
 
-async def measure_update(root: Path, paths: list[str], runs: int, workers: int) -> dict[str, float]:
+async def measure_update(
+    root: Path, paths: list[str], runs: int, workers: GraphWorkers | None
+) -> dict[str, float]:
     from core.store.engine import Database
     from core.store.models import Repo
 
@@ -163,11 +165,13 @@ def main() -> None:
     for name, root, paths in corpora:
         sources = {p: (root / p).read_bytes() for p in paths}
         for workers in args.workers or [1]:
-            started, pids = asyncio.run(start_pool(workers))
-            extract, resolve, cpu, edges = measure_cpu(root, paths, args.runs, workers, pids)
-            update = asyncio.run(measure_update(root, paths, args.runs, workers))
+            owned = GraphWorkers(workers) if workers > 1 else None
+            started, pids = asyncio.run(start_pool(owned))
+            extract, resolve, cpu, edges = measure_cpu(root, paths, args.runs, owned, pids)
+            update = asyncio.run(measure_update(root, paths, args.runs, owned))
             worker_rss = _peak_rss_mb(pids)
-            shutdown_pool()
+            if owned is not None:
+                owned.close()
             rate = len(paths) / (extract + resolve)
             rows.append(
                 f"| {name} | {workers} | {len(paths)} | "

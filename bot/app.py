@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,6 +19,7 @@ from core.tools.registry import Tool
 if TYPE_CHECKING:
     from adapters.slack.app import SlackAdapter
     from core.code.embeddings import Embedder
+    from core.code.graph.pool import GraphWorkers
     from core.code.indexer import Indexer
     from core.code.repos import RepoStore
     from core.code.search import CodeSearch
@@ -45,6 +47,7 @@ class App:
     repos: RepoStore
     search: CodeSearch
     indexer: Indexer
+    graph_workers: GraphWorkers
     skills: Skills
     outbox: Outbox
     digests: DigestRunner
@@ -59,6 +62,7 @@ class App:
             if model is not None:
                 await model.aclose()
         await self.search.aclose()
+        await asyncio.to_thread(self.graph_workers.close)
         await self.db.dispose()
 
 
@@ -135,7 +139,12 @@ def build_app(
         collection=collection_name(embedder),
         generation=vector_store_generation(settings, embedder),
     )
-    indexer = Indexer(db, search)
+    from core.code.graph.pool import GraphWorkers
+
+    # Workers that parse many files for the code graph on other cores; none start until an
+    # index has enough files to pay for them.
+    graph_workers = GraphWorkers()
+    indexer = Indexer(db, search, graph_workers)
     # Skills load on first use (they read files); the ranker shares the code search embedder.
     tool_names: list[str] = []
     skills = Skills(
@@ -266,6 +275,7 @@ def build_app(
         repos=repos,
         search=search,
         indexer=indexer,
+        graph_workers=graph_workers,
         skills=skills,
         outbox=outbox,
         digests=digests,

@@ -20,6 +20,7 @@ from core.code.walk import IndexResult, index_repo
 from core.ordering import KeyedLocks
 
 if TYPE_CHECKING:
+    from core.code.graph.pool import GraphWorkers
     from core.store.engine import Database
     from core.store.models import Repo
 
@@ -44,9 +45,15 @@ class IndexReport:
 
 
 class Indexer:
-    def __init__(self, db: Database, search: CodeSearch | None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        search: CodeSearch | None,
+        graph_workers: GraphWorkers | None = None,
+    ) -> None:
         self._db = db
         self._search = search
+        self._graph_workers = graph_workers
         # One index of a repository at a time in this process: two overlapping runs would both
         # re-chunk the same changed files. (Across processes, run indexes one after another.)
         self._running = KeyedLocks()
@@ -64,7 +71,7 @@ class Indexer:
             if progress is not None:
                 progress("vectors", done, total)
 
-        result = await index_repo(self._db, repo, progress=files)
+        result = await index_repo(self._db, repo, progress=files, graph_workers=self._graph_workers)
         if self._search is None:
             return IndexReport(result, vectors_error="semantic search is not configured")
         if not (result.chunks_written or result.removed) and await self._search.in_sync(repo):

@@ -39,6 +39,7 @@ from core.code.selection import (
 )
 
 if TYPE_CHECKING:
+    from core.code.graph.pool import GraphWorkers
     from core.store.engine import Database
     from core.store.models import Repo
 
@@ -135,8 +136,10 @@ async def index_repo(
     progress: Progress | None = None,
     max_bytes: int = MAX_FILE_BYTES,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    graph_workers: GraphWorkers | None = None,
 ) -> IndexResult:
-    """Bring `repo`'s RepoFile rows in line with its work tree; see the module docstring."""
+    """Bring `repo`'s RepoFile rows in line with its work tree; see the module docstring.
+    `graph_workers` parse many files for the code graph on other cores."""
     from sqlmodel import col, delete, select, update
 
     from core.store.models import Repo, RepoFile
@@ -242,7 +245,9 @@ async def index_repo(
     # The code graph follows the same files (files without a graph yet catch up there).
     from core.code.graph.store import update_graph
 
-    await update_graph(db, repo.id, root, [*added, *changed], removed, current)
+    await update_graph(
+        db, repo.id, root, [*added, *changed], removed, current, workers=graph_workers
+    )
     return IndexResult(tuple(added), tuple(changed), tuple(removed), unchanged, written)
 
 

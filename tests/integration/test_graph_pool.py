@@ -17,7 +17,7 @@ from core.code.graph import pool
 from core.code.graph.build import resolve_paths
 from core.code.graph.extract import graph_language
 from core.code.graph.model import Edge, FileFacts
-from core.code.graph.pool import encode, extract_many, shared_pool, shutdown_pool
+from core.code.graph.pool import GraphWorkers, encode, extract_many
 from core.code.graph.query import all_edges
 from core.code.graph.store import update_graph
 from core.code.walk import walk
@@ -45,11 +45,12 @@ FILES = {
 }
 
 
-@pytest.fixture(autouse=True)
-def fresh_pool() -> Iterator[None]:
-    shutdown_pool()
-    yield
-    shutdown_pool()
+@pytest.fixture
+def workers() -> Iterator[GraphWorkers]:
+    """Two extraction workers, owned by the test as the app owns them."""
+    owned = GraphWorkers(2)
+    yield owned
+    owned.close()
 
 
 @pytest.fixture
@@ -128,71 +129,79 @@ async def stored(db: Database, repo_id: int) -> tuple[list[str], dict[str, str]]
 
 
 async def test_a_fixture_repository_stores_the_same_graph_with_one_and_two_workers(
-    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: GraphWorkers
 ) -> None:
     monkeypatch.setattr(pool, "POOL_MIN_FILES", 1)  # a handful of files through the pool
     monkeypatch.setattr(pool, "POOL_BATCH", 2)
     root = make(tmp_path / "api")
     paths = graph_paths(root)
     results = []
-    for workers in (1, 2):
+    for owner in (None, workers):
         async with db.session() as s:
-            repo = Repo(name=f"api{workers}", root=str(root), origin=str(root))
+            repo = Repo(name=f"api{owner is None}", root=str(root), origin=str(root))
             s.add(repo)
         assert repo.id is not None
-        update = await update_graph(db, repo.id, root, paths, [], paths, workers)
+        update = await update_graph(db, repo.id, root, paths, [], paths, owner)
         assert update.extracted == len(paths)
         results.append(await stored(db, repo.id))
-    assert pool._pool is not None and pool._pool.started()  # the second run used the pool
+    started = workers.pool()
+    assert started is not None and started.started()  # the second run used the pool
     (edges1, facts1), (edges2, facts2) = results
     assert edges1 and edges1 == edges2
     assert facts1 == facts2
     assert any(e.startswith("('calls', 'main.py', 'Job.run'") for e in edges1)
 
 
-async def test_this_repositorys_code_gives_the_same_facts_and_edges_with_two_workers() -> None:
+async def test_this_repositorys_code_gives_the_same_facts_and_edges_with_two_workers(
+    workers: GraphWorkers,
+) -> None:
     paths = graph_paths(REPO_ROOT, "core/", "adapters/", "bot/")
     assert len(paths) > pool.POOL_MIN_FILES and len(paths) >= 150
-    one, texts_one = await extract_many(REPO_ROOT, paths, workers=1)
-    await shared_pool(2).wait_started()  # else this process takes the first batches itself
-    two, texts_two = await extract_many(REPO_ROOT, paths, workers=2)
+    one, texts_one = await extract_many(REPO_ROOT, paths)
+    started = workers.pool()
+    assert started is not None
+    await started.wait_started()  # else this process takes the first batches itself
+    two, texts_two = await extract_many(REPO_ROOT, paths, workers)
     assert texts_one == {} and set(texts_two) == {p for p, f in two.items() if f is not None}
     assert set(one) == set(two) == set(paths)
     assert {p: shape(f) for p, f in one.items()} == {p: shape(f) for p, f in two.items()}
     assert all(texts_two[p] == encode(f) for p, f in two.items() if f is not None)
     assert edges_of(one) == edges_of(two)
     # The pool is kept: a second large extraction uses the same worker processes.
-    first = shared_pool().pids()
-    await extract_many(REPO_ROOT, paths[:60], workers=2)
-    assert shared_pool().pids() == first and len(first) == 2
+    first = started.pids()
+    await extract_many(REPO_ROOT, paths[:60], workers)
+    assert workers.pool() is started and started.pids() == first and len(first) == 2
 
 
 async def test_a_dead_worker_falls_back_to_this_process_and_logs_once(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, workers: GraphWorkers
 ) -> None:
     paths = graph_paths(REPO_ROOT, "core/")
-    expected, _ = await extract_many(REPO_ROOT, paths, workers=1)
-    started = shared_pool(2)
+    expected, _ = await extract_many(REPO_ROOT, paths)
+    started = workers.pool()
+    assert started is not None
     await started.wait_started()
     os.kill(next(iter(started.pids())), signal.SIGKILL)  # as the OOM killer or a segfault would
     with caplog.at_level(logging.WARNING, logger="core.code.graph.pool"):
-        got, _ = await extract_many(REPO_ROOT, paths, workers=2)
+        got, _ = await extract_many(REPO_ROOT, paths, workers)
     assert {p: shape(f) for p, f in got.items()} == {p: shape(f) for p, f in expected.items()}
     warnings = [r for r in caplog.records if r.name == "core.code.graph.pool"]
     assert len(warnings) == 1 and "in-process" in warnings[0].getMessage()
     # The broken pool was dropped: the next large extraction starts a new one.
-    again, _ = await extract_many(REPO_ROOT, paths, workers=2)
+    again, _ = await extract_many(REPO_ROOT, paths, workers)
     assert set(again) == set(expected)
-    assert pool._pool is not None and pool._pool is not started
+    assert workers.pool() is not started
 
 
-async def test_small_updates_do_not_start_the_pool(db: Database, tmp_path: Path) -> None:
+async def test_small_updates_do_not_start_the_pool(
+    db: Database, tmp_path: Path, workers: GraphWorkers
+) -> None:
     root = make(tmp_path / "api")
     paths = graph_paths(root)
     async with db.session() as s:
         repo = Repo(name="api", root=str(root), origin=str(root))
         s.add(repo)
     assert repo.id is not None
-    await update_graph(db, repo.id, root, paths, [], paths, 2)
-    await update_graph(db, repo.id, root, ["pkg/util.py"], [], paths, 2)
-    assert pool._pool is None
+    await update_graph(db, repo.id, root, paths, [], paths, workers)
+    await update_graph(db, repo.id, root, ["pkg/util.py"], [], paths, workers)
+    assert workers._pool is None

@@ -8,7 +8,8 @@ Parsing and the Python passes hold the GIL, so threads cannot share the work; pr
 - many files: batches of `POOL_BATCH` go to the pool, each file's facts sent back as plain
   lists, tuples and dicts (`FileFacts.as_json`: pickling the dataclasses cost twice as much)
   with the JSON text the store writes; `FileFacts.from_json` rebuilds them here;
-- the pool is started on first need and kept for the life of the process. While its workers
+- the pool is started on first need and kept by its owner, `GraphWorkers` (made once in
+  `bot/app.py` and closed with the app). While its workers
   start (an interpreter, our imports, the grammars) this process extracts the first batches
   itself, so the start-up never holds an index up;
 - workers are started by forkserver (spawn where it is missing): forking a process that runs
@@ -32,11 +33,12 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from core.code.graph.build import extract_batch
 from core.code.graph.gcpause import gc_paused
-from core.code.graph.model import FileFacts
+
+if TYPE_CHECKING:
+    from core.code.graph.model import FileFacts
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,8 @@ def _ready() -> None:
 def _extract_encoded(root: str, paths: list[str]) -> Encoded:
     """What a worker runs for one batch."""
     out: Encoded = []
+    from core.code.graph.build import extract_batch
+
     with gc_paused():
         for path, facts in extract_batch(Path(root), paths).items():
             if facts is None:
@@ -90,6 +94,8 @@ def _extract_encoded(root: str, paths: list[str]) -> Encoded:
 
 
 def _decode(results: Encoded) -> tuple[dict[str, FileFacts | None], dict[str, str]]:
+    from core.code.graph.model import FileFacts
+
     facts: dict[str, FileFacts | None] = {}
     texts: dict[str, str] = {}
     with gc_paused():
@@ -132,66 +138,72 @@ class ExtractPool:
         self.executor.shutdown(wait=False)
 
 
-_pool: ExtractPool | None = None
-_unavailable = False  # this process cannot start workers: it stopped trying
-_pool_lock = threading.Lock()
+class GraphWorkers:
+    """The extraction workers of one process, owned by the composition root (`bot/app.py`)
+    and handed to the indexer: the pool is started on first need and kept; `close()` stops it
+    when the app closes. `size` 1 means no pool (batches in a thread of this process)."""
 
+    def __init__(self, size: int = WORKERS) -> None:
+        self.size = size
+        self._pool: ExtractPool | None = None
+        self._unavailable = False  # this process cannot start workers: it stopped trying
+        self._lock = threading.Lock()  # cheap, and keeps pool() right from any thread
 
-def shared_pool(workers: int = WORKERS) -> ExtractPool:
-    """This process's pool, started on first call (a different size replaces it)."""
-    global _pool
-    with _pool_lock:
-        if _pool is not None and _pool.workers != workers:
-            _pool.close()
-            _pool = None
-        if _pool is None:
-            _pool = ExtractPool(workers)
-        return _pool
+    def pool(self) -> ExtractPool | None:
+        """The pool, started on first call; None where processes cannot be started here."""
+        with self._lock:
+            if self._unavailable:
+                return None
+            if self._pool is None:
+                try:
+                    self._pool = ExtractPool(self.size)
+                except (OSError, RuntimeError) as exc:  # no processes or semaphores here
+                    log.warning(
+                        "code graph: no extraction workers (%s); extracting in-process", exc
+                    )
+                    self._unavailable = True
+                    return None
+            return self._pool
 
+    def drop(self, pool: ExtractPool) -> bool:
+        """Forget a broken pool (the next large index starts a new one); True for the first
+        caller, the one that logs."""
+        with self._lock:
+            if self._pool is not pool:
+                return False
+            self._pool = None
+        pool.close()
+        return True
 
-def _drop(pool: ExtractPool) -> bool:
-    """Forget a broken pool; True for the first caller (the one that logs)."""
-    global _pool
-    with _pool_lock:
-        if _pool is not pool:
-            return False
-        _pool = None
-    pool.close()
-    return True
-
-
-def shutdown_pool() -> None:
-    """Stop the workers (at exit, or between benchmarks)."""
-    global _pool
-    with _pool_lock:
-        pool, _pool = _pool, None
-    if pool is not None:
-        pool.executor.shutdown(wait=True, cancel_futures=True)
+    def close(self) -> None:
+        """Stop the workers; batches not started are cancelled (at exit, in tests, benches)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.executor.shutdown(wait=True, cancel_futures=True)
 
 
 async def extract_many(
-    root: Path, paths: Sequence[str], workers: int = WORKERS, batch: int = 100
+    root: Path, paths: Sequence[str], workers: GraphWorkers | None = None, batch: int = 100
 ) -> tuple[dict[str, FileFacts | None], dict[str, str]]:
     """The facts of each path read from `root` (None: gone, unreadable, or no extractor), and
-    the stored text of those that came from a worker (the store writes it as it is)."""
+    the stored text of those that came from a worker (the store writes it as it is). Without
+    `workers` (or with one), batches run in a thread of this process."""
+    from core.code.graph.build import extract_batch
+
     facts: dict[str, FileFacts | None] = {}
     texts: dict[str, str] = {}
     ordered = list(paths)
-    if workers <= 1 or len(ordered) < POOL_MIN_FILES:
+    if workers is None or workers.size <= 1 or len(ordered) < POOL_MIN_FILES:
         for start in range(0, len(ordered), batch):
             facts.update(
                 await asyncio.to_thread(extract_batch, root, ordered[start : start + batch])
             )
         return facts, texts
 
-    global _unavailable
-    try:
-        pool = None if _unavailable else shared_pool(workers)
-    except (OSError, RuntimeError) as exc:  # no processes or semaphores here (some sandboxes)
-        log.warning("code graph: no extraction workers (%s); extracting in-process", exc)
-        _unavailable, pool = True, None
+    pool = workers.pool()
     if pool is None:
-        return await extract_many(root, ordered, 1, batch)
+        return await extract_many(root, ordered, None, batch)
     queue = deque(
         ordered[start : start + POOL_BATCH] for start in range(0, len(ordered), POOL_BATCH)
     )
@@ -214,7 +226,7 @@ async def extract_many(
         try:
             await pool.wait_started()
         except Exception as exc:  # workers that cannot start: this process does it all
-            if _drop(pool):
+            if workers.drop(pool):
                 log.warning(
                     "code graph: extraction workers failed to start (%s); extracting in-process",
                     exc,
@@ -228,7 +240,7 @@ async def extract_many(
             try:
                 results = await asyncio.wrap_future(pool.submit(root, part))
             except BrokenProcessPool as exc:  # a worker died: its batch is done here
-                if _drop(pool):
+                if workers.drop(pool):
                     log.warning(
                         "code graph: an extraction worker failed (%s: %s); extracting the "
                         "rest of this index in-process",
@@ -245,5 +257,5 @@ async def extract_many(
             facts.update(got)
             texts.update(text)
 
-    await asyncio.gather(local_lane(), *(pool_lane() for _ in range(workers)))
+    await asyncio.gather(local_lane(), *(pool_lane() for _ in range(workers.size)))
     return facts, texts

@@ -25,7 +25,7 @@ from typing import Any
 from core.code.graph.extract import graph_language
 from core.code.graph.gcpause import gc_paused
 from core.code.graph.model import FileFacts
-from core.code.graph.pool import WORKERS, encode, extract_many
+from core.code.graph.pool import GraphWorkers, encode, extract_many
 from core.code.graph.resolve import Resolver, module_keys
 from core.store.engine import Database
 
@@ -255,12 +255,12 @@ async def update_graph(
     changed: Sequence[str],
     removed: Sequence[str],
     current: Sequence[str],
-    workers: int = WORKERS,
+    workers: GraphWorkers | None = None,
 ) -> GraphUpdate:
     """Bring the graph of `repo_id` in line: `changed` files (added or modified) are parsed
     again, `removed` ones dropped, `current` is every indexed file now (files among them
-    without a graph of this format are parsed too); many files are parsed by `workers`
-    processes (see `core.code.graph.pool`). See the module docstring."""
+    without a graph of this format are parsed too); many files are parsed by the `workers`
+    processes when given (see `core.code.graph.pool`). See the module docstring."""
     from sqlmodel import col, select
 
     from core.store.models import GraphEdge, GraphFile
