@@ -22,6 +22,7 @@ from core.mcp.confirm import (
     outcome,
     question,
 )
+from core.mcp.confirm_store import UNANSWERED
 
 if TYPE_CHECKING:
     from core.mcp.confirm import ConfirmationGate
@@ -108,7 +109,7 @@ class DiscordConfirmer:
 
     async def closed(self, prompt: ConfirmationPrompt, final: Confirmation) -> None:
         message = self._posted.pop(prompt.id, None)
-        if message is None or final.state != "expired":
+        if message is None or final.state not in UNANSWERED:
             return  # an answered one was updated by the process that took the click
         await message.edit(
             content=outcome(final, mention),

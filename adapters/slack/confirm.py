@@ -22,6 +22,7 @@ from core.mcp.confirm import (
     outcome,
     question,
 )
+from core.mcp.confirm_store import UNANSWERED
 
 if TYPE_CHECKING:
     from slack_sdk.web.async_client import AsyncWebClient
@@ -111,7 +112,7 @@ class SlackConfirmer:
 
     async def closed(self, prompt: ConfirmationPrompt, final: Confirmation) -> None:
         where = self._posted.pop(prompt.id, None)
-        if where is None or final.state != "expired":
+        if where is None or final.state not in UNANSWERED:
             return  # an answered one was updated by the process that took the click
         await self._show(where[0], where[1], final)
 

@@ -91,6 +91,8 @@ def outcome(c: Confirmation, mention: Mention) -> str:
         return f"✖️ {mention(c.answered_by or c.user)} declined: {what} was not run."
     if c.state == "expired":
         return f"⌛ Not confirmed in time: {what} was not run."
+    if c.state == "withdrawn":
+        return f"⌛ The request ended before an answer: {what} was not run."
     return f"{mention(c.user)}: run {what}? Waiting for their answer."
 
 
@@ -168,7 +170,8 @@ class ConfirmationGate:
                 return "confirmed" if final.state == "confirmed" else "declined"
             return "timeout"
         except asyncio.CancelledError:
-            # The request gave up (its deadline): nobody may confirm a call that will not run.
+            # The request gave up (its deadline, a shutdown): nobody may confirm a call that
+            # will not run.
             await asyncio.shield(self._give_up(confirmer, prompt))
             raise
         finally:
@@ -192,7 +195,8 @@ class ConfirmationGate:
         return await self.store.expire(prompt.id)
 
     async def _give_up(self, confirmer: Confirmer, prompt: ConfirmationPrompt) -> None:
-        await self._show(confirmer, prompt, await self.store.expire(prompt.id))
+        withdrawn = await self.store.expire(prompt.id, state="withdrawn")
+        await self._show(confirmer, prompt, withdrawn)
 
     async def _show(
         self, confirmer: Confirmer, prompt: ConfirmationPrompt, final: Confirmation | None

@@ -25,7 +25,10 @@ from core.store.models import AuditEntry, McpConfirmation
 if TYPE_CHECKING:
     from core.mcp.confirm import ConfirmationPrompt
 
-State = Literal["pending", "confirmed", "declined", "expired"]
+State = Literal["pending", "confirmed", "declined", "expired", "withdrawn"]
+# Ended without an answer: its time ran out ("expired"), or its request ended first
+# ("withdrawn": a deadline, a shutdown). The process that asked shows either on the question.
+UNANSWERED: tuple[State, ...] = ("expired", "withdrawn")
 # counted: this answer decided it; ignored: someone other than the requesting user;
 # stale: already decided or past its expiry; unknown: no such confirmation here.
 Status = Literal["counted", "ignored", "stale", "unknown"]
@@ -153,19 +156,22 @@ class ConfirmationStore:
             if row is not None:
                 return Answered("counted", _view(row))
         current = await self.get(found.id) or found
-        what = "after it expired" if current.state in ("pending", "expired") else "twice"
+        what = "after it ended" if current.state in ("pending", *UNANSWERED) else "twice"
         await self._audit(current, "confirm_stale", f"answered {what} ({current.state})")
         if current.state == PENDING:  # past its time, its waiter not yet noticed
             current = await self.expire(found.id) or current
         return Answered("stale", current)
 
-    async def expire(self, confirmation_id: str) -> Confirmation | None:
-        """Expire it if still pending; return it as it now stands (answered ones stay so)."""
+    async def expire(
+        self, confirmation_id: str, *, state: State = "expired"
+    ) -> Confirmation | None:
+        """End it unanswered (`state`: one of UNANSWERED) if still pending; return it as it
+        now stands (answered ones stay so)."""
         t = McpConfirmation.__table__  # type: ignore[attr-defined]
         stmt = (
             update(t)
             .where(t.c.id == confirmation_id, t.c.state == PENDING)
-            .values(state="expired", answered_at=self._clock())
+            .values(state=state, answered_at=self._clock())
         )
         async with self._db.session() as s:
             await s.exec(stmt)

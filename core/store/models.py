@@ -514,7 +514,9 @@ class McpConfirmation(SQLModel, table=True):
     arguments: str = Field(max_length=400)  # a capped summary, as the prompt shows it
     created_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
     expires_at: datetime = Field(sa_column=_ts())
-    state: str = Field(default="pending", max_length=16)  # pending|confirmed|declined|expired
+    state: str = Field(
+        default="pending", max_length=16
+    )  # pending|confirmed|declined|expired|withdrawn
     answered_by: str | None = Field(default=None, max_length=128)
     answered_at: datetime | None = Field(
         default=None, sa_column=Column(DateTime(timezone=True), nullable=True)

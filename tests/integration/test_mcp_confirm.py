@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 from sqlmodel import select
 
-from core.mcp.confirm import ConfirmationGate, ConfirmationPrompt
+from core.mcp.confirm import ConfirmationGate, ConfirmationPrompt, outcome
 from core.mcp.confirm_store import Confirmation, ConfirmationStore
 from core.policy import Policy
 from core.request import Request
@@ -265,8 +265,9 @@ async def test_a_request_that_gives_up_retires_its_prompt(
     prompt = await _asked(recorder)
     task.cancel()  # the request's deadline
     await asyncio.gather(task, return_exceptions=True)
-    assert (await _row(p.db, prompt.id)).state == "expired"
-    assert [c.state for c in recorder.closed_with] == ["expired"]
+    assert (await _row(p.db, prompt.id)).state == "withdrawn"
+    assert [c.state for c in recorder.closed_with] == ["withdrawn"]
+    assert "request ended before an answer" in outcome(recorder.closed_with[0], str)
     assert (await p.gate.answer(prompt.id, "U-ALICE", True)).status == "stale"
 
 
