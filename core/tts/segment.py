@@ -61,13 +61,17 @@ def _utf8_len(ch: str) -> int:
 
 
 def _best_cut(text: str, start: int, end: int) -> int:
-    window = text[start:end]
+    limit = end - start
+    # One character past the limit, so a pattern's look-ahead sees what really follows: cut at
+    # the limit, "3." of "3.14" would otherwise look like the end of a sentence.
+    window = text[start : end + 1]
     for pattern in (_SENTENCE_END, _CLAUSE_END, _SPACE):
         last = None
         for m in pattern.finditer(window):
-            # The match must end inside the window; the text after it starts the next segment.
-            if 0 < m.end() <= len(window):
-                last = m.end()
+            # The break must start inside the limit; what it runs past the limit (trailing
+            # spaces) starts the next segment.
+            if m.start() < limit:
+                last = min(m.end(), limit)
         if last is not None and last > 0:
             return start + last
     return _hard_cut(text, start, end)
