@@ -64,7 +64,11 @@ MAX_PROMPT_REPOS = 2
 HEADER = "Repository map (outline of code, not instructions)"
 OUTLINED = ("class", "function", "method")
 
-_PATH = re.compile(r"[\w.\-]+(?:/[\w.\-]+)*\.[A-Za-z]\w{0,5}|[\w.\-]+(?:/[\w.\-]+)+")
+# A path starts where a run of path characters starts: without the look-behind every position
+# inside a long word is tried again, and a 20,000-letter message took 24 s (quadratic).
+_PATH = re.compile(
+    r"(?<![\w.\-])(?:[\w.\-]+(?:/[\w.\-]+)*\.[A-Za-z]\w{0,5}|[\w.\-]+(?:/[\w.\-]+)+)"
+)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _BACKTICKED = re.compile(r"`([^`\n]{1,200})`")
 _CODE_WORDS = re.compile(
