@@ -20,7 +20,12 @@ _ORDERED = re.compile(r"^(?P<indent>\s*)(?P<n>\d{1,9})[.)]\s+(?P<text>.*)$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 
 _CODE_SPAN = re.compile(r"(`+)(?P<code>.+?)\1")
-_LINK = re.compile(r"(?P<img>!?)\[(?P<text>[^\]\n]*)\]\((?P<url>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
+# Link text and URL cannot hold "[" and a URL is at most 2,048 characters: a model's "[[[[" or
+# "[a](" repeated would otherwise be scanned to its end from every bracket (seconds of CPU on
+# the event loop for a 20,000-character answer).
+_LINK = re.compile(
+    r"(?P<img>!?)\[(?P<text>[^\[\]\n]*)\]\((?P<url>[^)\s\[]{1,2048})(?:\s+\"[^\"\n]{0,300}\")?\)"
+)
 _AUTOLINK = re.compile(r"<(?P<url>(?:https?|mailto):[^>\s]+)>")
 _BOLD_ITALIC = re.compile(r"\*\*\*(?=\S)(?P<t>.+?)(?<=\S)\*\*\*")
 _BOLD = re.compile(r"(\*\*|__)(?=\S)(?P<t>.+?)(?<=\S)\1")

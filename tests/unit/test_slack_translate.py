@@ -212,3 +212,12 @@ def test_a_speaker_on_a_threadline_message_asks_to_read_it_aloud() -> None:
         "U1",
     )
     assert request.text == "/tts a < b & c"
+
+
+def test_pathological_markdown_converts_in_one_pass() -> None:
+    """20,000 brackets or "[a](" repeated used to be rescanned from every bracket (about 5 s
+    on the event loop); link text and URLs now stop at the next bracket."""
+    assert to_mrkdwn("[" * 20_000) == "[" * 20_000
+    assert to_mrkdwn("[a](" * 5_000) == "[a](" * 5_000
+    assert to_mrkdwn("![" * 10_000) == "![" * 10_000
+    assert to_mrkdwn("[docs](https://x.y/a)") == "<https://x.y/a|docs>"

@@ -78,3 +78,13 @@ def test_which_messages_read_like_a_request_for_audio() -> None:
         assert asks_for_voice(text), text
     for text in ("what is the status?", "where is the speaker config?", "这个概念是什么"):
         assert not asks_for_voice(text), text
+
+
+def test_pathological_answers_are_prepared_in_one_pass() -> None:
+    """A model's answer of 20,000 brackets, newlines or backticks used to be rescanned from
+    every position (6-12 s each); the patterns now stop at the next bracket or run, so these
+    come back at once and the suite would crawl if that regressed."""
+    for text in ("[" * 20_000, "![" * 10_000, "\n" * 20_000, "`" * 20_000, "[a](" * 5_000):
+        prepared = prepare(text)
+        assert len(prepared.text) <= len(text)
+    assert prepare("See [the docs](https://x.y/a) and `code`.").text == "See the docs and code."
