@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -25,16 +22,12 @@ import pytest
 
 from tests.conftest import POLICY_ALL
 from tests.fakes.openai_server import FakeOpenAI
+from tests.processes import free_port as free_port
+from tests.processes import threadline_command as threadline_command
 
 REPO = Path(__file__).resolve().parents[2]
 STARTUP_DEADLINE = 20.0  # generous: a loaded CI machine, a cold import cache
 STOP_DEADLINE = 10.0
-
-
-def threadline_command() -> list[str]:
-    """The installed console script next to this interpreter, else the module."""
-    script = shutil.which("threadline", path=str(Path(sys.executable).parent))
-    return [script] if script else [sys.executable, "-m", "bot.cli"]
 
 
 @pytest.fixture
@@ -255,12 +248,6 @@ def test_config_errors_exit_two_with_a_clear_message(
 
 
 # -- processes ------------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture

@@ -7,11 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import socket
 import sqlite3
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +19,7 @@ import pytest
 
 from core.store.engine import DERIVED_TABLES, Database, SchemaError
 from core.store.migrations import HEAD
+from tests.processes import threadline_command
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "migrations"
 OLD = "2843b81"
@@ -401,11 +400,6 @@ async def test_an_empty_database_is_created_at_head_by_concurrent_first_starts(
 
 
 # -- the command line ------------------------------------------------------------------------
-
-
-def threadline_command() -> list[str]:
-    script = shutil.which("threadline", path=str(Path(sys.executable).parent))
-    return [script] if script else [sys.executable, "-m", "bot.cli"]
 
 
 @pytest.fixture
