@@ -118,23 +118,29 @@ async def replace_chunks(
                     col(CodeChunk.path).in_([rel for rel, _ in batch]),
                 )
             )
-            for _rel, chunks in batch:
-                for c in chunks:
-                    s.add(
-                        CodeChunk(
-                            repo_id=repo_id,
-                            path=c.path,
-                            language=c.language,
-                            symbol=c.symbol,
-                            kind=c.kind,
-                            start_line=c.start_line,
-                            end_line=c.end_line,
-                            text=c.text,
-                            context=c.embed_text.removesuffix(c.text),
-                            digest=embed_digest(c.embed_text),
-                        )
-                    )
-                    written += 1
+            rows = [
+                {
+                    "repo_id": repo_id,
+                    "path": c.path,
+                    "language": c.language,
+                    "symbol": c.symbol,
+                    "kind": c.kind,
+                    "start_line": c.start_line,
+                    "end_line": c.end_line,
+                    "text": c.text,
+                    "context": c.embed_text.removesuffix(c.text),
+                    "digest": embed_digest(c.embed_text),
+                }
+                for _rel, chunks in batch
+                for c in chunks
+            ]
+            if rows:
+                # A Core insert of plain rows: adding model objects one by one cost the ORM's
+                # unit of work several times the chunking itself.
+                connection = await s.connection()
+                table = CodeChunk.__table__  # type: ignore[attr-defined]
+                await connection.execute(table.insert(), rows)
+            written += len(rows)
     return written
 
 
