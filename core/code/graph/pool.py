@@ -47,6 +47,9 @@ WORKERS = min(2, os.cpu_count() or 1)  # worker processes of a large extraction;
 # here cost more than a second core saves (bench/graph_speed.py --workers measures it).
 POOL_MIN_FILES = 48
 POOL_BATCH = 16  # files per task: small enough that two workers end together
+# Batches in flight per worker: while this process rebuilds one batch's facts, the worker
+# already parses the next (10% less wall time than one, on Threadline's code).
+LANES_PER_WORKER = 2
 
 # Per file: (path, facts as `FileFacts.as_json` gives them, the same as the store encodes
 # them), both None for a file that is gone, unreadable, or has no extractor. Both: the store
@@ -257,5 +260,6 @@ async def extract_many(
             facts.update(got)
             texts.update(text)
 
-    await asyncio.gather(local_lane(), *(pool_lane() for _ in range(workers.size)))
+    lanes = workers.size * LANES_PER_WORKER
+    await asyncio.gather(local_lane(), *(pool_lane() for _ in range(lanes)))
     return facts, texts
