@@ -147,9 +147,9 @@ def _decode(rows: Iterable[tuple[str, str]]) -> dict[str, FileFacts]:
 
 
 def _resolve(files: dict[str, FileFacts], paths: Iterable[str]) -> list[dict[str, Any]]:
-    resolver = Resolver(files)
     rows: list[dict[str, Any]] = []
     with gc_paused():  # for the whole set: see core.code.graph.build
+        resolver = Resolver(files)
         for path in sorted(paths):
             for e in resolver.edges(path):
                 rows.append(
@@ -165,6 +165,7 @@ def _resolve(files: dict[str, FileFacts], paths: Iterable[str]) -> list[dict[str
                         "confidence": e.confidence,
                     }
                 )
+        del resolver  # see `resolve_paths`
     return rows
 
 
