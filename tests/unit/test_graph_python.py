@@ -410,3 +410,20 @@ def test_dict_update_stores_its_items_like_subscript_assignment() -> None:
     assert {t for s, t in start_only if s == "s.py:<module>" and not t.startswith("?")} == {
         "s.py:b"
     }
+
+
+def test_arguments_past_star_args_never_reach_keyword_only_parameters() -> None:
+    # `run(1, handler)` puts handler in *rest: matching by position would make it on_done.
+    found = calls(
+        {
+            "m.py": "def run(first, *rest, on_done=None):\n    on_done()\n\n"
+            "def only(first, *, cb=None):\n    cb()\n\n"
+            "def typed(first, *rest: int, then=None):\n    then()\n\n"
+            "def handler():\n    pass\n\ndef finish():\n    pass\n\n"
+            "run(1, handler)\nrun(1, on_done=finish)\nonly(1, handler)\ntyped(1, handler)\n",
+        }
+    )
+    assert ("m.py:run", "m.py:finish") in found
+    assert ("m.py:run", "m.py:handler") not in found
+    assert ("m.py:only", "m.py:handler") not in found
+    assert ("m.py:typed", "m.py:handler") not in found

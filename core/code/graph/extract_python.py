@@ -156,8 +156,9 @@ class _Scope:
 @dataclass(eq=False, slots=True)
 class _Function:
     symbol: str
-    params: list[str]  # positional order
+    params: list[str]  # in order: those that can be passed by position, then keyword-only
     bound: bool  # a method taking self/cls: a call through an instance skips the first
+    positional: int = 0  # how many of `params` a call can pass by position
 
 
 @dataclass(eq=False, slots=True)
@@ -498,19 +499,25 @@ class PythonExtractor:
     ) -> None:
         self._function_scopes[symbol] = inner
         names: list[str] = []
+        positional: int | None = None  # names before `*` or `*args`, when there is one
         if parameters is not None:
             for child in parameters.named_children:
+                kind = child.type
                 name_node: Node | None = None
                 annotation = child.child_by_field_name("type")
                 default = child.child_by_field_name("value")
-                if child.type == "identifier":
+                if kind == "identifier":
                     name_node = child
-                elif child.type in ("typed_parameter",):
-                    name_node = next(
-                        (c for c in child.named_children if c.type == "identifier"), None
-                    )
-                elif child.type in ("default_parameter", "typed_default_parameter"):
+                elif kind == "typed_parameter":
+                    first = child.named_children[0] if child.named_child_count else None
+                    if first is not None and first.type == "identifier":
+                        name_node = first
+                    elif first is not None and first.type == "list_splat_pattern":
+                        positional = len(names) if positional is None else positional
+                elif kind in ("default_parameter", "typed_default_parameter"):
                     name_node = child.child_by_field_name("name")
+                elif kind in ("list_splat_pattern", "keyword_separator") and positional is None:
+                    positional = len(names)  # what follows `*args` or `*` is keyword-only
                 if default is not None:
                     self._visit(default, outer)
                 if name_node is None:
@@ -526,7 +533,12 @@ class PythonExtractor:
                     inner.bind(name, _Binding("e", node=default, scope=outer))
                 if annotation is not None:
                     inner.bind(name, _Binding("ann", node=annotation, scope=outer))
-        self.functions[symbol] = _Function(symbol, names, method and outer.cls is not None)
+        self.functions[symbol] = _Function(
+            symbol,
+            names,
+            method and outer.cls is not None,
+            len(names) if positional is None else positional,
+        )
 
     def _lambda(self, node: Node, scope: _Scope, name: str | None) -> str:
         if node.id in self.lambda_names:
@@ -728,7 +740,7 @@ class PythonExtractor:
             if site.args is None:
                 continue
             for function, skip in self._local_callees(site):
-                params = function.params[1:] if skip else function.params
+                params = function.params[int(skip) : function.positional]
                 position = 0
                 for arg in site.args.named_children:
                     if arg.type == "keyword_argument":

@@ -33,8 +33,9 @@ from core.store.engine import Database
 # stored graphs are remade on the next index.
 # 2: string literals left out of unresolved names; 3: decorators' wrappers, yields,
 # comprehensions, unpacking, slices, subclass attributes, loops' __iter__/__next__;
-# 4: static methods' parameters, functions builtins call, dict.update
-GRAPH_FORMAT = 4
+# 4: static methods' parameters, functions builtins call, dict.update; 5: no argument past
+# `*args` or `*` taken for a keyword-only parameter
+GRAPH_FORMAT = 5
 EXTRACT_BATCH = 100  # files parsed per worker-thread hop
 INSERT_BATCH = 2_000  # rows per INSERT statement
 _GRAPH_LOCK_SPACE = 0x746367  # "tcg": advisory-lock key space of graph writes
