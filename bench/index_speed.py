@@ -123,8 +123,9 @@ def main() -> None:
             median_total = statistics.median(r["total"] for r in runs)
             files = int(best["files indexed"])
             stages = " | ".join(f"{best.get(s, 0.0):.2f}" for s in STAGES)
+            name = "threadline (this checkout)" if root == ROOT else root.name
             rows.append(
-                f"| {root.name} | {files:,} | {int(best['chunks written']):,} | {stages} | "
+                f"| {name} | {files:,} | {int(best['chunks written']):,} | {stages} | "
                 f"**{best['total']:.2f}** | {median_total:.2f} | "
                 f"{files / best['total']:.0f} | {files / median_total:.0f} |"
             )
