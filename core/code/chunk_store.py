@@ -134,12 +134,9 @@ async def replace_chunks(
                 for _rel, chunks in batch
                 for c in chunks
             ]
-            if rows:
-                # A Core insert of plain rows: adding model objects one by one cost the ORM's
-                # unit of work several times the chunking itself.
-                connection = await s.connection()
-                table = CodeChunk.__table__  # type: ignore[attr-defined]
-                await connection.execute(table.insert(), rows)
+            # Plain rows: adding model objects one by one cost the ORM's unit of work several
+            # times the chunking itself.
+            await db.insert_rows(s, CodeChunk.__table__, rows)  # type: ignore[attr-defined]
             written += len(rows)
     return written
 

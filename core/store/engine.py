@@ -245,6 +245,29 @@ class Database:
             async with session.begin():
                 yield session
 
+    async def insert_rows(self, session: Any, table: Any, rows: list[dict[str, Any]]) -> None:
+        """Many rows (dicts with the same keys) into `table`, in `session`'s transaction: a
+        COPY on PostgreSQL, one executemany INSERT elsewhere. For the big writes of indexing
+        (chunks, graph edges): the ORM's bulk insert took twenty times a Core one, and on
+        PostgreSQL a COPY a fraction of the driver's executemany."""
+        if not rows:
+            return
+        connection = await session.connection()
+        if self.dialect != "postgresql":
+            await connection.execute(table.insert(), rows)
+            return
+        from psycopg import sql
+
+        raw = await connection.get_raw_connection()
+        driver = raw.driver_connection  # psycopg's AsyncConnection, in the session's transaction
+        columns = list(rows[0])
+        statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
+            sql.Identifier(table.name), sql.SQL(", ").join(map(sql.Identifier, columns))
+        )
+        async with driver.cursor() as cursor, cursor.copy(statement) as copy:
+            for row in rows:
+                await copy.write_row([row[c] for c in columns])
+
     def insert_ignore(self, table: Any, values: dict[str, Any], keys: list[str]) -> Any:
         """INSERT ... ON CONFLICT DO NOTHING for the active dialect."""
         if self.dialect == "sqlite":
