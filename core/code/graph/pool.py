@@ -5,9 +5,11 @@ Parsing and the Python passes hold the GIL, so threads cannot share the work; pr
 
 - few files (below `POOL_MIN_FILES`, a one-file update above all) or one worker: today's
   path, batches in a worker thread of this process, no pool touched;
-- many files: batches of `POOL_BATCH` go to the pool, each file's facts sent back as plain
-  lists, tuples and dicts (`FileFacts.as_json`: pickling the dataclasses cost twice as much)
-  with the JSON text the store writes; `FileFacts.from_json` rebuilds them here;
+- many files: batches of `POOL_BATCH` go to the pool, `LANES_PER_WORKER` at a time per
+  worker, each file's facts sent back as plain lists, tuples and dicts (`FileFacts.as_json`:
+  pickling the dataclasses cost twice as much) with the JSON text the store writes, pickled
+  and unpickled while the garbage collector is paused (see `_extract_encoded`);
+  `FileFacts.from_json` rebuilds them here;
 - the pool is started on first need and kept by its owner, `GraphWorkers` (made once in
   `bot/app.py` and closed with the app). While its workers
   start (an interpreter, our imports, the grammars) this process extracts the first batches
