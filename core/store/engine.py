@@ -289,6 +289,28 @@ class Database:
             index_elements=keys, set_={name: stmt.excluded[name] for name in update}
         )
 
+    async def upsert_rows(
+        self,
+        session: Any,
+        table: Any,
+        rows: list[dict[str, Any]],
+        keys: list[str],
+        update: list[str],
+    ) -> None:
+        """`upsert` of many rows (dicts with the same keys) in one executemany statement."""
+        if not rows:
+            return
+        if self.dialect == "sqlite":
+            from sqlalchemy.dialects.sqlite import insert as dialect_insert
+        else:
+            from sqlalchemy.dialects.postgresql import insert as dialect_insert  # type: ignore[assignment]
+        stmt = dialect_insert(table)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=keys, set_={name: stmt.excluded[name] for name in update}
+        )
+        connection = await session.connection()
+        await connection.execute(stmt, rows)
+
     async def dispose(self) -> None:
         if self._engine is not None:
             await self._engine.dispose()
