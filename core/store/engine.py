@@ -268,26 +268,23 @@ class Database:
             for row in rows:
                 await copy.write_row([row[c] for c in columns])
 
-    def insert_ignore(self, table: Any, values: dict[str, Any], keys: list[str]) -> Any:
-        """INSERT ... ON CONFLICT DO NOTHING for the active dialect."""
+    def _insert(self, table: Any) -> Any:
+        """The dialect's INSERT of `table` (it knows ON CONFLICT)."""
         if self.dialect == "sqlite":
             from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-            return sqlite_insert(table).values(**values).on_conflict_do_nothing(index_elements=keys)
+            return sqlite_insert(table)
         from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-        return pg_insert(table).values(**values).on_conflict_do_nothing(index_elements=keys)
+        return pg_insert(table)
+
+    def insert_ignore(self, table: Any, values: dict[str, Any], keys: list[str]) -> Any:
+        """INSERT ... ON CONFLICT DO NOTHING for the active dialect."""
+        return self._insert(table).values(**values).on_conflict_do_nothing(index_elements=keys)
 
     def upsert(self, table: Any, values: dict[str, Any], keys: list[str], update: list[str]) -> Any:
         """INSERT ... ON CONFLICT (keys) DO UPDATE SET the `update` columns."""
-        if self.dialect == "sqlite":
-            from sqlalchemy.dialects.sqlite import insert as dialect_insert
-        else:
-            from sqlalchemy.dialects.postgresql import insert as dialect_insert  # type: ignore[assignment]
-        stmt = dialect_insert(table).values(**values)
-        return stmt.on_conflict_do_update(
-            index_elements=keys, set_={name: stmt.excluded[name] for name in update}
-        )
+        return self._upserting(self._insert(table).values(**values), keys, update)
 
     async def upsert_rows(
         self,
@@ -298,18 +295,15 @@ class Database:
         update: list[str],
     ) -> None:
         """`upsert` of many rows (dicts with the same keys) in one executemany statement."""
-        if not rows:
-            return
-        if self.dialect == "sqlite":
-            from sqlalchemy.dialects.sqlite import insert as dialect_insert
-        else:
-            from sqlalchemy.dialects.postgresql import insert as dialect_insert  # type: ignore[assignment]
-        stmt = dialect_insert(table)
-        stmt = stmt.on_conflict_do_update(
+        if rows:
+            connection = await session.connection()
+            await connection.execute(self._upserting(self._insert(table), keys, update), rows)
+
+    @staticmethod
+    def _upserting(stmt: Any, keys: list[str], update: list[str]) -> Any:
+        return stmt.on_conflict_do_update(
             index_elements=keys, set_={name: stmt.excluded[name] for name in update}
         )
-        connection = await session.connection()
-        await connection.execute(stmt, rows)
 
     async def dispose(self) -> None:
         if self._engine is not None:

@@ -106,7 +106,8 @@ def test_sigterm_during_a_slow_answer_posts_it_and_exits_zero(
 
     # Draining: alive, not ready, and new events are left for Slack to retry elsewhere.
     wait_until(lambda: "shutting down" in log.read_text(), proc, log, "the shutdown line")
-    assert http_get(f"{base}/healthz") is not None  # /readyz: the next test
+    alive = http_get(f"{base}/healthz")  # /readyz: the next test
+    assert alive is not None and alive[0] == 200
     assert post_event(base, mention("a new question", ts=new_ts())) == 503
 
     code, _ = wait_exit(proc, 25 + STOP_DEADLINE)
