@@ -186,7 +186,8 @@ def build_app(
     )
     code_map = RepoMaps(repos)
 
-    metrics = Metrics() if with_metrics else None
+    # Metric labels name only tools registered at the time (a model may propose any name).
+    metrics = Metrics(known_tool=lambda n: registry.get(n) is not None) if with_metrics else None
 
     def make_agent(chat_model: ChatModel) -> Agent:
         # One agent per model: each keeps its own window, token calibration and compaction

@@ -2,25 +2,43 @@
 
 Documented in the README (Running in production). Labels stay low-cardinality: platform, tool
 name, provider and model, outcome; never a user, channel or message.
+
+Every label value is bounded by the server, never copied from model output or user text: a tool
+name is one the registry holds at the time (a model may propose any name, and a name is
+arbitrary text: a key, a user id), others count as `unknown`; platforms are the known ones;
+outcomes are the dispatcher's and the digest runner's codes; provider and model names come from
+the configuration.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from core.outbox import PLATFORMS
 from core.request import Reply, Usage
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+UNKNOWN = "unknown"
+OTHER = "other"
+# The shape of the server's own outcome codes (`invalid_args`, `confirm_timeout`, `posted`).
+_CODE = re.compile(r"[a-z][a-z_]{0,39}")
+
+
+def _code(value: str) -> str:
+    return value if _CODE.fullmatch(value) else OTHER
 
 
 class Metrics:
-    def __init__(self) -> None:
+    def __init__(self, *, known_tool: Callable[[str], bool]) -> None:
+        """`known_tool` says whether a name is registered now (MCP tools come and go)."""
         from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+        self._known_tool = known_tool
         self.registry: CollectorRegistry = CollectorRegistry()
         r = self.registry
         self.requests = Counter(
@@ -76,11 +94,15 @@ class Metrics:
             registry=r,
         )
 
+    def tool_label(self, name: str) -> str:
+        return name if self._known_tool(name) else UNKNOWN
+
     def observe(self, platform: str, reply: Reply, seconds: float) -> None:
-        self.requests.labels(platform, str(reply.ok).lower()).inc()
-        self.latency.labels(platform).observe(seconds)
+        shown = _platform(platform)
+        self.requests.labels(shown, str(reply.ok).lower()).inc()
+        self.latency.labels(shown).observe(seconds)
         for call in reply.tool_calls:
-            self.tool_calls.labels(call.name[:64], call.error or "ok").inc()
+            self.tool_calls.labels(self.tool_label(call.name), _code(call.error or "ok")).inc()
 
     def model_call(
         self, provider: str, model: str, usage: Usage | None, seconds: float, ok: bool
@@ -92,7 +114,7 @@ class Metrics:
             self.tokens.labels("cached", provider, model).inc(usage.cached_tokens)
 
     def tool_call(self, tool: str, seconds: float) -> None:
-        self.tool_latency.labels(tool[:64]).observe(seconds)
+        self.tool_latency.labels(self.tool_label(tool)).observe(seconds)
 
     def watch_waiting(self, count: Callable[[], int]) -> None:
         self.waiting.set_function(count)
@@ -101,9 +123,13 @@ class Metrics:
         self.queued.set_function(count)
 
     def digest_run(self, outcome: str) -> None:
-        self.digest_runs.labels(outcome).inc()
+        self.digest_runs.labels(_code(outcome)).inc()
 
     def render(self) -> tuple[bytes, str]:
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+def _platform(name: str) -> str:
+    return name if name in PLATFORMS else OTHER
