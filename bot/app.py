@@ -157,7 +157,7 @@ def build_app(
     if model is None:
         model = _configured_model(settings)
     named = _policy_models(settings, policy)  # per-channel models (a rule's `model = "NAME"`)
-    history = HistoryStore(db)
+    history = HistoryStore(db, clock)
     voice = build_voice(settings, quotas, usage, model, clock)
     registry = ToolRegistry(
         [
@@ -260,6 +260,7 @@ def build_app(
         limits=Limits(
             max_message_chars=settings.max_message_chars,
             max_concurrent=settings.max_concurrent_requests,
+            deadline=settings.request_deadline,
         ),
         metrics=metrics,
         clock=clock,

@@ -75,6 +75,9 @@ class Command:
     # Its results are for the asker only: adapters that must pick visibility before the answer
     # exists (Discord defers an interaction as private or public) ask `is_personal`.
     personal: bool = False
+    # Runs under the request deadline (THREADLINE_REQUEST_DEADLINE). Only work that reports its
+    # progress in the thread and is worth finishing however long it takes opts out (`/index`).
+    timed: bool = True
 
 
 class CommandRegistry:

@@ -69,6 +69,19 @@ def request_deadline(seconds: float, tools_run: int) -> str:
     )
 
 
+def command_deadline(seconds: float, command: str | None) -> str:
+    what = f"`/{command}`" if command else "this request"
+    return (
+        f"Sorry, I ran out of time: a request may take at most {seconds:g} s, and {what} took "
+        "longer, so it was stopped and nothing was posted. Please try again later."
+    )
+
+
+VOICE_OUT_OF_TIME = (
+    "No audio this time: the request ran out of time before the recording was ready."
+)
+
+
 def budget_warning(label: str, used: int, limit: int) -> str:
     pct = int(100 * used / limit) if limit else 100
     return f"Heads-up: {pct}% of {label} is used ({used:,} of {limit:,})."

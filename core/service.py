@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_MESSAGE_CHARS = 20_000
+DEFAULT_DEADLINE = 120.0  # seconds, as THREADLINE_REQUEST_DEADLINE's default
+# When a lifted deadline is put back after its part finished in time, what is left to do (return
+# the agent's answer) gets at least this long: an answer must not be lost by a few milliseconds.
+RESUME_GRACE = 1.0
 
 
 class RequestSlots:
@@ -57,6 +62,30 @@ class RequestSlots:
 class Limits:
     max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS
     max_concurrent: int = 16  # requests answered at once by this process; others queue
+    deadline: float = DEFAULT_DEADLINE  # seconds one request may take, commands included
+
+
+class RequestDeadline:
+    """The one deadline of a request, enforced around all of it by `limit`. Parts that handle
+    running out of time themselves run with `limit` lifted, so their own handling answers: the
+    agent (same deadline; it keeps the question and finished tool calls in the thread) and a
+    voice attachment (the text answer stands, with a notice instead of the audio)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.at = asyncio.get_running_loop().time() + seconds
+        self.limit = asyncio.timeout_at(self.at)
+
+    @contextlib.contextmanager
+    def lifted(self) -> Iterator[None]:
+        when = self.limit.when()
+        self.limit.reschedule(None)
+        try:
+            yield
+        finally:
+            if when is not None:
+                soonest = asyncio.get_running_loop().time() + RESUME_GRACE
+                self.limit.reschedule(max(when, soonest))
 
 
 class Core:
@@ -144,20 +173,39 @@ class Core:
                 messages.message_too_long(len(request.text), self._limits.max_message_chars)
             )
         session = open_session(request, self.policy)
+        deadline = RequestDeadline(self._limits.deadline)
         text = request.text.strip()
         if not text:
-            ctx = self._command_context(session)
+            ctx = self._command_context(session, deadline)
             return Reply(messages.EMPTY_MESSAGE_HINT + "\n\n" + cmd.help_text(ctx), ephemeral=True)
         parsed = cmd.parse(text)
-        if parsed is not None:
-            return await self.commands.run(self._command_context(session, progress), parsed)
-        return await self._ask(session, text, progress)
+        try:
+            async with deadline.limit:
+                if parsed is None:
+                    return await self._ask(session, text, progress, deadline)
+                command = self.commands.get(parsed.name)
+                if command is not None and not command.timed:
+                    deadline.limit.reschedule(None)
+                ctx = self._command_context(session, deadline, progress)
+                return await self.commands.run(ctx, parsed)
+        except TimeoutError:
+            if not deadline.limit.expired():
+                raise
+            log.warning(
+                "request %s passed its %g s deadline (%s)",
+                request.request_id,
+                deadline.seconds,
+                f"/{parsed.name}" if parsed is not None else "free text",
+            )
+            name = parsed.name if parsed is not None else None
+            return Reply(messages.command_deadline(deadline.seconds, name), ok=False)
 
     async def _ask(
         self,
         session: ToolSession,
         text: str,
         progress: Progress | None,
+        deadline: RequestDeadline,
         skills: Sequence[str] = (),
     ) -> Reply:
         session.require("ask")
@@ -172,25 +220,46 @@ class Core:
 
         session.effects.voice_asked = self.voice is not None and asks_for_voice(text)
         async with self._threads.hold(session.conversation):
-            reply = await agent.answer(session, text, progress, skills=skills)
-        if session.effects.speak and self.voice is not None:
+            with deadline.lifted():
+                reply = await agent.answer(session, text, progress, skills=skills)
+        if session.effects.speak:
             # The model asked (through the `speak` tool) for its answer to be read aloud.
-            reply = await self.voice.attach(session, reply, title=text)
+            reply = await self._attach_voice(session, reply, text, deadline)
         return reply
 
+    async def _attach_voice(
+        self, session: ToolSession, reply: Reply, title: str, deadline: RequestDeadline
+    ) -> Reply:
+        """`reply` with its audio, made within what is left of the request's deadline; past
+        it, the text answer without audio and a notice saying why."""
+        if self.voice is None or not reply.ok:
+            return reply
+        bound = asyncio.timeout_at(deadline.at)
+        try:
+            with deadline.lifted():
+                async with bound:
+                    return await self.voice.attach(session, reply, title=title)
+        except TimeoutError:
+            if not bound.expired():
+                raise
+            log.warning("request %s: no time left for the audio", session.request_id)
+            return replace(reply, notices=(*reply.notices, messages.VOICE_OUT_OF_TIME))
+
     def _command_context(
-        self, session: ToolSession, progress: Progress | None = None
+        self,
+        session: ToolSession,
+        deadline: RequestDeadline,
+        progress: Progress | None = None,
     ) -> cmd.CommandContext:
         async def ask(text: str, *, skills: Sequence[str] = ()) -> Reply:
-            return await self._ask(session, text, progress, skills)
+            return await self._ask(session, text, progress, deadline, skills)
 
         voice = self.voice
 
         async def speak(reply: Reply, title: str) -> Reply:
-            assert voice is not None
             if session.effects.speak:  # the `speak` tool already attached it
                 return reply
-            return await voice.attach(session, reply, title=title)
+            return await self._attach_voice(session, reply, title, deadline)
 
         return cmd.CommandContext(
             session=session,

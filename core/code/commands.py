@@ -134,6 +134,9 @@ def code_commands(store: RepoStore, indexer: Indexer) -> list[Command]:
             "re-index a code repository and report what changed",
             index,
             "code.index",
+            # A large repository takes minutes; it reports progress in the thread, and work cut
+            # off at the request deadline would only be redone by the next `/index`.
+            timed=False,
         ),
         Command(
             "graph",

@@ -4,7 +4,10 @@ Threadline's own process never imports the GPL engines; it only reads PCM from t
 The pool starts on first use, one worker per parallel segment, each with its voice loaded once,
 and stops again after `idle_timeout` seconds without a request (a Piper worker holds ~400 MB).
 A worker that crashes or hangs past the timeout is killed and replaced on the next request, and
-its segment fails as retryable, so the synthesizer's retry runs it on a fresh worker.
+its segment fails as retryable, so the synthesizer's retry runs it on a fresh worker. A worker
+that does not start within the timeout is killed too, but that failure is final for the request:
+a voice that cannot load in time will not load on the next try either, and retrying it for every
+segment held `/tts` for minutes.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from core.tts.engine import EngineUnavailable, Segment, SynthesisError
 log = logging.getLogger(__name__)
 
 INSTALL_HINT = "install the optional voice engines: pip install 'threadline[voice]'"
-START_TIMEOUT = 60.0  # seconds for a worker to load its voice
+# Loading a voice gets the segment timeout, at most this long (TTS_TIMEOUT goes up to 600 s).
+MAX_START_TIMEOUT = 60.0
 
 
 @dataclass
@@ -53,6 +57,8 @@ class LocalEngine:
     _all: list[_Worker] = field(default_factory=list, init=False, repr=False)
     _missing: str | None = field(default=None, init=False, repr=False)
     _starting: asyncio.Lock | None = field(default=None, init=False, repr=False)
+    _start_attempts: int = field(default=0, init=False, repr=False)
+    _start_failure: SynthesisError | None = field(default=None, init=False, repr=False)
     _busy: int = field(default=0, init=False, repr=False)
     _last_used: float = field(default=0.0, init=False, repr=False)
     _reaper: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
@@ -68,21 +74,39 @@ class LocalEngine:
     def pids(self) -> list[int]:
         return [w.pid for w in self._all if w.process.returncode is None]
 
+    @property
+    def start_timeout(self) -> float:
+        return min(self.timeout, MAX_START_TIMEOUT)
+
     async def start(self) -> None:
         """Start all workers now (otherwise the first request does): they load in parallel.
-        Concurrent first requests wait for the same start-up, and all see its failure."""
+        Concurrent first requests wait for the same start-up, and all see its failure (the
+        segments of one text would otherwise each wait out the start timeout in turn)."""
         if self._starting is None:
             self._starting = asyncio.Lock()
+        attempts = self._start_attempts
         async with self._starting:
             if self._idle is not None:
                 return
-            started = await asyncio.gather(
-                *(self._spawn() for _ in range(self.workers)), return_exceptions=True
-            )
+            if self._start_attempts != attempts and self._start_failure is not None:
+                raise SynthesisError(str(self._start_failure), retryable=False)
+            self._start_attempts += 1
+            self._start_failure = None
+            spawns = [asyncio.create_task(self._spawn()) for _ in range(self.workers)]
+            try:
+                started = await asyncio.gather(*spawns, return_exceptions=True)
+            except BaseException:
+                # Cancelled (the request's deadline): each spawn kills its own process.
+                for task in spawns:
+                    task.cancel()
+                await asyncio.gather(*spawns, return_exceptions=True)
+                raise
             workers = [w for w in started if isinstance(w, _Worker)]
             if not workers:
                 failure = started[0]
                 assert isinstance(failure, BaseException)
+                if isinstance(failure, SynthesisError):
+                    self._start_failure = failure
                 raise failure
             idle: asyncio.Queue[_Worker] = asyncio.Queue()
             for w in workers:
@@ -171,16 +195,25 @@ class LocalEngine:
             env=env,
         )
         try:
-            ready = await asyncio.wait_for(_header(proc), START_TIMEOUT)
+            ready = await asyncio.wait_for(_header(proc), self.start_timeout)
         except (TimeoutError, ValueError, asyncio.IncompleteReadError) as exc:
             await _kill(_Worker(proc, None))
-            raise SynthesisError(f"{self.engine} worker did not start: {exc}") from None
+            reason = (
+                f"no answer in {self.start_timeout:g} s" if isinstance(exc, TimeoutError) else exc
+            )
+            log.warning("%s worker %d did not start: %s", self.engine, proc.pid, reason)
+            raise SynthesisError(
+                f"{self.engine} worker did not start: {reason}", retryable=False
+            ) from None
+        except BaseException:
+            await _kill(_Worker(proc, None))  # cancelled: a half-started worker must not linger
+            raise
         if not ready.get("ready"):
             await _kill(_Worker(proc, None))
             if ready.get("missing"):
                 self._missing = f"{self.engine} is not installed ({INSTALL_HINT})"
                 raise EngineUnavailable(self._missing)
-            raise SynthesisError(str(ready.get("error", "worker failed to start")))
+            raise SynthesisError(str(ready.get("error", "worker failed to start")), retryable=False)
         worker = _Worker(proc, ready.get("note"))
         if worker.note:
             log.warning("%s: %s", self.engine, worker.note)
