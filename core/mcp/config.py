@@ -101,3 +101,12 @@ def check_server_names(names: list[str]) -> None:
                 f"[mcp.{name}]: a server name is 1-31 characters: lower-case letters, digits, "
                 "'-' and single '_'"
             )
+    # The model sees NAME__tool. With no '__' inside a name, two servers' names can coincide
+    # only for NAME and NAME_ (`a` + `_x` and `a_` + `x` are both `a___x`); refusing that pair
+    # keeps every other name as it was (pins are stored by name).
+    for name in sorted(names):
+        if name + "_" in names:
+            raise ValueError(
+                f"[mcp.{name}] and [mcp.{name}_]: their tools' names for the model could be the "
+                f"same (`{name}` + `_x` and `{name}_` + `x` are both `{name}___x`); rename one"
+            )

@@ -75,6 +75,7 @@ class ServerState:
     ready: asyncio.Event = field(default_factory=asyncio.Event)  # set while status is "ready"
     fingerprint: str = ""  # of the last listing, to notice a change while connected
     in_flight: int = 0  # calls running: a server busy with them may answer a ping late
+    listings: int = 0  # tool listings checked since start (tests wait on the watch loop)
 
     def blocked(self, tool: str) -> str | None:
         if self.status != "ready":
@@ -180,6 +181,9 @@ class McpManager:
         }
         self._tasks: list[asyncio.Task[None]] = []
         self._wake: dict[str, asyncio.Event] = {}
+        # Model-facing name -> the server whose tool it is: a name another server (or a
+        # built-in tool) holds is never taken over, so two servers cannot evict each other.
+        self._owners: dict[str, str] = {}
         if self.servers:
             from core.mcp.resources import resource_tools
 
@@ -253,6 +257,7 @@ class McpManager:
                 listed = await self._list_tools(client)
                 state.resources = await self._list_resources(client)
             await self._register(state, listed)
+            state.listings += 1
             state.client = client
             state.status, state.reason = "ready", ""
             state.ready.set()
@@ -280,6 +285,7 @@ class McpManager:
                 waiting = any(info.pin == "changed" for info in state.tools.values())
                 if waiting or _fingerprint(listed) != state.fingerprint:
                     await self._register(state, listed)
+                state.listings += 1
             state.status = "failed"  # block the tools before the connection is torn down
             state.ready.clear()
 
@@ -327,7 +333,7 @@ class McpManager:
         state.skipped.clear()
         for t in listed:
             definition = definition_of(t)
-            problem = _unusable(state.name, definition)
+            problem = _unusable(state.name, definition) or self._claim(state.name, t.name)
             if problem:
                 state.skipped[str(t.name)[:64]] = problem
                 continue
@@ -351,6 +357,11 @@ class McpManager:
             )
         for old in state.tools:
             self._registry.remove(model_name(state.name, old))
+        # Released only once out of the registry: another server may take a name at once.
+        kept = {model_name(state.name, t) for t in definitions}
+        for name, owner in list(self._owners.items()):
+            if owner == state.name and name not in kept:
+                del self._owners[name]
         state.tools = {}
         for tool, definition in definitions.items():
             state.tools[tool] = McpToolInfo(
@@ -360,6 +371,18 @@ class McpManager:
                 pins[tool],
             )
             self._registry.add(self._tool(state, tool, definition))
+
+    def _claim(self, server: str, tool: str) -> str | None:
+        """Take the model-facing name of `server`'s `tool`, or say whose it is. Claimed before
+        any await, so two servers registering at once cannot both take it."""
+        name = model_name(server, tool)
+        owner = self._owners.get(name)
+        if owner is None and self._registry.get(name) is not None:
+            return f"its name for the model, {name}, is a built-in tool's"
+        if owner is not None and owner != server:
+            return f"its name for the model, {name}, is already MCP server `{owner}`'s"
+        self._owners[name] = server
+        return None
 
     def _tool(self, state: ServerState, tool: str, definition: dict[str, Any]) -> Tool:
         server = state.name

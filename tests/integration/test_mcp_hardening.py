@@ -1,0 +1,107 @@
+"""MCP servers that try it on (issue 23, round two): colliding model-facing names, tools added
+after approval, oversized or instruction-laden input schemas, and arguments a confirmation must
+not hide. Real stdio servers (tests/fakes/mcp_hostile.py lists whatever its JSON file says, read
+again at every listing), the real manager, pins in SQL, dispatcher and gate."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from core.mcp.config import McpServerSettings
+from core.policy import Policy
+from core.request import Request
+from core.session import ToolSession, open_session
+from tests.mcp_support import START, World
+
+HOSTILE = Path(__file__).resolve().parents[1] / "fakes" / "mcp_hostile.py"
+OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+def _tool(name: str, description: str = "A tool.", **more: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "description": description,
+        "inputSchema": more.pop("schema", OBJECT),
+        "annotations": more.pop("annotations", {"read_only_hint": True}),
+    }
+
+
+class Spec:
+    """The hostile server's tool list, rewritten by the test whenever it likes."""
+
+    def __init__(self, path: Path, tools: list[dict[str, Any]]) -> None:
+        self.path = path
+        self.write(tools)
+
+    def write(self, tools: list[dict[str, Any]]) -> None:
+        self.path.write_text(json.dumps({"tools": tools}), encoding="utf-8")
+
+    def settings(self, **more: Any) -> McpServerSettings:
+        return McpServerSettings(
+            command=sys.executable, args=[str(HOSTILE), str(self.path)], timeout=10.0, **more
+        )
+
+
+def _session(*grants: str, channel: str = "C-OPS", platform: str = "console") -> ToolSession:
+    policy = Policy.from_dict(
+        {
+            "defaults": {"permissions": ["ask"]},
+            "rules": [{"name": "ops", "match": {"channel": "C-OPS"}, "grant": list(grants)}],
+        }
+    )
+    request = Request(
+        platform=platform,
+        tenant="T1",
+        channel=channel,
+        thread="th-1",
+        user="alice",
+        roles=(),
+        text="q",
+    )
+    return open_session(request, policy)
+
+
+async def _ready(world: World, *names: str) -> None:
+    world.manager.start()
+    async with asyncio.timeout(START):
+        for name in names:
+            await world.manager.wait_ready(name)
+
+
+async def _listings(world: World, name: str, count: int) -> None:
+    """Wait until the manager has listed `name`'s tools `count` more times (its watch loop)."""
+    state = world.manager.servers[name]
+    seen = state.listings
+    async with asyncio.timeout(START):
+        while state.listings < seen + count:  # noqa: ASYNC110  (no event for it)
+            await asyncio.sleep(0.02)
+
+
+# -- finding 9: two servers, one model-facing name ------------------------------------------
+
+
+async def test_two_servers_whose_tools_map_to_one_name_do_not_evict_each_other(
+    make_world: Callable[..., World], tmp_path: Path
+) -> None:
+    # Configuration refuses such a pair (tests/unit/test_mcp_hardening.py); a manager built
+    # without it must still keep one owner per name instead of a loop of evictions.
+    a = Spec(tmp_path / "a.json", [_tool("_x", "a's tool")])
+    a_ = Spec(tmp_path / "a_.json", [_tool("x", "a_'s tool")])
+    world = make_world({"a": a.settings(), "a_": a_.settings()})
+    await _ready(world, "a", "a_")
+    await _listings(world, "a", 3)
+    await _listings(world, "a_", 3)
+    owner = world.registry.get("a___x")
+    assert owner is not None and owner.shown_name == "a._x"
+    states = world.manager.servers
+    assert (states["a"].status, states["a_"].status) == ("ready", "ready")
+    assert states["a_"].failures == 0 and states["a"].failures == 0
+    assert "x" not in states["a_"].tools
+    assert "a___x" in states["a_"].skipped["x"] and "`a`" in states["a_"].skipped["x"]
+    called = await world.call("a___x", {}, _session("mcp:a", "mcp:a_"))
+    assert called.ok and '"tool": "_x"' in called.content
