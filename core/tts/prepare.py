@@ -16,6 +16,9 @@ from urllib.parse import urlsplit
 
 MOSTLY_CODE = 0.6  # share of an answer's characters in code blocks above which it is not read
 MAX_TABLE_ROWS = 6  # longer tables are announced, not read
+# Longer numbers are read as their length: a hundred 9s took 37 s to hear, and nobody follows
+# a number read digit by digit past about this many (a quadrillion has 16).
+MAX_SPOKEN_DIGITS = 15
 
 # Every pattern here runs over a whole answer, so none may rescan the rest of the text from
 # each position (blank lines before a fence, "[[[[", backtick runs): a model's 20,000
@@ -42,6 +45,9 @@ _RULE = re.compile(r"^\s*(?:[-*_]\s*){3,}$")
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _ENDS_SENTENCE = re.compile(r"[.!?…:;。！？]$")
+# Digits with thousands separators and a decimal part count as one number; "8000,8001" and
+# "1,2,3" are lists, not numbers.
+_NUMBER = re.compile(r"\d+(?:,\d{3}(?!\d))*(?:\.\d+)?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +133,13 @@ def _inline(text: str) -> str:
         text = pattern.sub(lambda m: m.group(1), text)
     text = _SHORTCODE.sub("", text)
     text = "".join(ch for ch in text if not _is_emoji(ch))
+    text = _NUMBER.sub(_number, text)
     return re.sub(r"\s+", " ", text).strip()
+
+
+def _number(m: re.Match[str]) -> str:
+    digits = sum(ch.isdigit() for ch in m.group(0))
+    return m.group(0) if digits <= MAX_SPOKEN_DIGITS else f"a number with {digits} digits"
 
 
 def _link_name(url: str) -> str:

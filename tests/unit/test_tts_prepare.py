@@ -88,3 +88,17 @@ def test_pathological_answers_are_prepared_in_one_pass() -> None:
         assert prepare(text).text == text  # no link, image or code span closes: kept as is
     assert prepare("\n" * 20_000).text == ""
     assert prepare("See [the docs](https://x.y/a) and `code`.").text == "See the docs and code."
+
+
+def test_long_digit_runs_are_read_as_their_length() -> None:
+    # A hundred 9s took 37 s to read aloud.
+    assert prepare(f"The id is {'9' * 100}.").text == "The id is a number with 100 digits."
+    assert prepare("Total: 1,234,567,890,123,456,789,000 units").text == (
+        "Total: a number with 22 digits units"
+    )
+    assert prepare("pi is 3.14159265358979323846").text == "pi is a number with 21 digits"
+    # Numbers people say stay as they are: up to 15 digits, lists, versions, times.
+    kept = "Call 123456789012345, ports 8000,8001 and 1,2,3 at 12:30 on v3.11.7 for $1,000,000."
+    assert prepare(kept).text == kept
+    # In a table cell too.
+    assert prepare(f"| id |\n|---|\n| {'7' * 40} |").text == "id. a number with 40 digits."
