@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.clocks import PINNED, Clock
 from tests.fakes.openai_server import FakeOpenAI
 
 PG_URL = os.environ.get("TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -39,6 +40,13 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[No
     monkeypatch.chdir(tmp_path)  # no stray .env from the checkout
     monkeypatch.setenv("THREADLINE_DEMO_INDEX", "0")  # `run` must not index the checkout
     yield
+
+
+@pytest.fixture
+def clock(request: pytest.FixtureRequest) -> Clock:
+    """The clock to hand every component: pinned at `PINNED`, or at each instant for a test
+    marked `@at_every_instant` (tests/clocks.py)."""
+    return Clock(getattr(request, "param", PINNED))
 
 
 def assert_loopback(url: str | None) -> None:

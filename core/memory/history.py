@@ -9,8 +9,9 @@ on every request.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from core.request import ConversationKey
@@ -46,8 +47,11 @@ class ThreadHistory:
 
 
 class HistoryStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(
+        self, db: Database, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    ) -> None:
         self._db = db
+        self._clock = clock  # stamps messages: the activity digest selects them by period
 
     async def load(self, conv: ConversationKey) -> ThreadHistory:
         from sqlmodel import col, select
@@ -84,10 +88,12 @@ class HistoryStore:
         """Store one request's messages in a single transaction: all of them or none."""
         from core.store.models import ThreadMessage
 
+        now = self._clock()
         async with self._db.session() as s:
             for m in messages:
                 s.add(
                     ThreadMessage(
+                        at=now,
                         platform=conv.platform,
                         tenant=conv.tenant,
                         channel=conv.channel,

@@ -23,6 +23,7 @@ from core.digest.store import DigestStore
 from core.policy import Policy
 from core.request import Request
 from core.store.models import DigestRun, OutboxRow
+from tests.clocks import Clock, at_every_instant
 from tests.conftest import POLICY_ALL
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -35,19 +36,6 @@ match = { roles = ["lead"] }
 grant = ["digest.manage"]
 """
 )
-
-
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock(datetime.now(UTC).replace(microsecond=0))
 
 
 @pytest.fixture
@@ -299,6 +287,7 @@ async def test_paused_digests_do_not_run(make_app: Callable[..., App], clock: Cl
 # -- content -----------------------------------------------------------------------------------
 
 
+@at_every_instant
 async def test_activity_without_a_model_is_a_structured_list(
     make_app: Callable[..., App], clock: Clock
 ) -> None:
@@ -306,7 +295,8 @@ async def test_activity_without_a_model_is_a_structured_list(
     from core.memory.history import HistoryStore
     from core.request import ConversationKey
 
-    history = HistoryStore(app.db)
+    history = HistoryStore(app.db, clock)
+    clock.advance(seconds=30)  # the preview, 30 s later, covers at least its last minute
     conv = ConversationKey("slack", "T1", "C1", "t-answered")
     await history.append(
         conv,
@@ -325,7 +315,7 @@ async def test_activity_without_a_model_is_a_structured_list(
     )
     sub_reply = await send(app, '/digest add "*/30 * * * *" activity')
     assert sub_reply.ok
-    clock.now += timedelta(minutes=1)  # the messages were stored at the real time
+    clock.advance(seconds=30)
     preview = await send(app, "/digest run 1")
     assert preview.ok and "Preview" in preview.text
     text = preview.text
@@ -361,6 +351,7 @@ def _git(root: Path, *args: str, when: str | None = None) -> None:
     subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env)
 
 
+@at_every_instant
 async def test_repo_changes_groups_commits_by_area(
     make_app: Callable[..., App], clock: Clock, tmp_path: Path
 ) -> None:
@@ -369,8 +360,11 @@ async def test_repo_changes_groups_commits_by_area(
     (repo / "docs").mkdir()
     _git(repo, "init", "-q")
     _git(repo, "remote", "add", "origin", "git@github.com:acme/api.git")
+    # The preview runs a minute from now and covers at least its own last minute, whatever
+    # the hour; ten days back is before any daily period.
+    preview_at = clock.now + timedelta(minutes=1)
     old = (clock.now - timedelta(days=10)).isoformat()
-    recent = (clock.now - timedelta(hours=2)).isoformat()
+    recent = (preview_at - timedelta(seconds=30)).isoformat()
     (repo / "docs" / "a.md").write_text("a")
     _git(repo, "add", ".")
     _git(repo, "commit", "-qm", "Old docs change", when=old)
@@ -380,7 +374,7 @@ async def test_repo_changes_groups_commits_by_area(
     app = make_app()
     await app.repos.register(str(repo), "api")
     assert (await send(app, "/digest add daily repo-changes --repo api")).ok
-    clock.now += timedelta(minutes=1)
+    clock.now = preview_at
     text = (await send(app, "/digest run 1")).text
     assert "**api**: 1 commit(s) by Ada" in text
     assert "- `billing` (1)" in text and "Retry failed card payments — Ada" in text
