@@ -9,6 +9,12 @@ and the skill is skipped; nothing here ever stops the bot.
 Requests never touch the disk for the index: `refresh()` compares modification times and is
 called by a background task and by `/skills reload`; reading a skill's files (`read_file`) is
 the only per-use I/O, and only when the model or a user asks for a file.
+
+A skill's files are chosen by the rules of a repository's (`core.code.selection`: no secret-
+looking name, no symlink, nothing a `.gitignore` in the skill ignores, no binary) plus one: no
+hidden file or folder (`.git/config`, `.env.local`); what is listed is exactly what can be read.
+Text handed out (the body, a file) is redacted like code (`core.code.redact`): a skill folder
+is often a copy of an ops repository, credentials and all.
 """
 
 from __future__ import annotations
@@ -17,15 +23,20 @@ import logging
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Literal
 
+from core.code.redact import redact
+from core.code.secrets import looks_secret
+from core.code.selection import Refusal, Selection, skipped_dir
 from core.skills.format import SKILL_FILE, Frontmatter, SkillFormatError, read_skill
 
 log = logging.getLogger(__name__)
 
 SHIPPED_DIR = Path(__file__).resolve().parents[2] / "skills"
 MAX_FILES_LISTED = 50  # per skill, in what load_skill tells the model
-MAX_FILE_BYTES = 64 * 1024  # one reference file, as read by read_skill_file
+MAX_FILE_BYTES = 64 * 1024  # one reference file, as read by read_skill_file (cut there)
+MAX_ENTRIES_EXAMINED = 2_000  # per skill, when listing its files: a folder may hold anything
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +136,8 @@ def _load_one(out: _Scan, folder: Path, shipped: bool) -> None:
     out.problems.extend(SkillProblem(path, w, error=False) for w in doc.warnings)
     out.skills[name] = Skill(
         name=name,
-        description=" ".join(doc.meta.description.split()),
-        body=doc.body,
+        description=" ".join(redact(doc.meta.description, SKILL_FILE).split()),
+        body=redact(doc.body, SKILL_FILE),
         folder=folder.resolve(),
         meta=doc.meta,
         shipped=shipped,
@@ -134,17 +145,27 @@ def _load_one(out: _Scan, folder: Path, shipped: bool) -> None:
     )
 
 
+def _hidden(rel: str) -> bool:
+    return any(part.startswith(".") for part in rel.split("/"))
+
+
 def _list_files(folder: Path) -> tuple[str, ...]:
+    """The files `read_file` would hand out, sorted, SKILL.md excluded."""
     found: list[str] = []
     root = folder.resolve()
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+    selection = Selection(root)
+    examined = 0
+    for dirpath, dirnames, filenames in os.walk(root):  # symlinked folders are not entered
+        # Pruned for speed only: `selection` refuses whatever lies below these anyway.
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and not skipped_dir(d))
         for name in sorted(filenames):
-            if name.startswith("."):
-                continue
+            examined += 1
+            if examined > MAX_ENTRIES_EXAMINED:
+                return tuple(found)
             rel = (Path(dirpath) / name).relative_to(root).as_posix()
-            if rel != SKILL_FILE:
-                found.append(rel)
+            if rel == SKILL_FILE or _hidden(rel) or selection.refusal(rel) is not None:
+                continue
+            found.append(rel)
             if len(found) >= MAX_FILES_LISTED:
                 return tuple(found)
     return tuple(found)
@@ -219,27 +240,51 @@ class SkillLibrary:
 
     @staticmethod
     def read_file(skill: Skill, relative: str, max_bytes: int = MAX_FILE_BYTES) -> str:
-        """One text file of a skill, confined to its folder. Raises `SkillFileError`."""
-        rel = relative.strip().replace("\\", "/").removeprefix("./")
-        if not rel:
-            raise SkillFileError("give a file path inside the skill, e.g. references/notes.md")
-        if "\x00" in rel:
-            raise SkillFileError("that path is not valid")
-        target = (skill.folder / rel).resolve()
-        if not target.is_relative_to(skill.folder) or target == skill.folder:
-            raise SkillFileError("that path is outside the skill's folder")
-        if not target.is_file():
-            listed = ", ".join(skill.files[:20]) or "none"
-            raise SkillFileError(f"the skill has no file {rel!r} (its files: {listed})")
+        """One text file of a skill, by the rules in the module docstring, redacted. Raises
+        `SkillFileError`; its message names the path as given, never where the skill is."""
+        rel = _clean(relative)
+        if looks_secret(rel):
+            raise SkillFileError(_REFUSALS["secret"].format(rel=rel))
+        if _hidden(rel):
+            raise SkillFileError(_REFUSALS["hidden"].format(rel=rel))
         try:
-            with target.open("rb") as fh:
+            refusal = Selection(skill.folder).refusal(rel)
+            if refusal is not None:
+                if refusal == "missing":
+                    listed = ", ".join(skill.files[:20]) or "none"
+                    raise SkillFileError(f"the skill has no file {rel!r} (its files: {listed})")
+                raise SkillFileError(_REFUSALS[refusal].format(rel=rel))
+            # No symlink was on the path a moment ago; O_NOFOLLOW keeps it so for the file.
+            fd = os.open(skill.folder / rel, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd, "rb") as fh:
                 data = fh.read(max_bytes + 1)
-        except OSError as exc:
+        except OSError as exc:  # a name too long, a file gone or swapped since the check
             raise SkillFileError(f"{rel} cannot be read: {exc.strerror or 'error'}") from None
-        if b"\x00" in data[:8192]:
-            raise SkillFileError(f"{rel} is not a text file")
         cut = len(data) > max_bytes
-        text = data[:max_bytes].decode("utf-8", errors="replace")
+        text = redact(data[:max_bytes].decode("utf-8", errors="replace"), rel)
         if cut:
             text += f"\n[cut at {max_bytes:,} bytes]"
         return text
+
+
+_REFUSALS: dict[Refusal | Literal["hidden"], str] = {
+    "hidden": "refused: {rel} is hidden (its name or a folder's starts with '.')",
+    "secret": "refused: {rel} looks like it holds secrets (keys, credentials, .env)",
+    "ignored": "refused: {rel} is ignored (the skill's .gitignore or a vendored folder)",
+    "symlink": "refused: {rel} is or goes through a symbolic link",
+    "large": "refused: {rel} is too large to read",
+    "binary": "refused: {rel} is not a text file",
+}
+
+
+def _clean(relative: str) -> str:
+    """`relative` as a clean "/"-separated path inside a skill; `SkillFileError` otherwise."""
+    raw = relative.strip().replace("\\", "/")
+    if "\x00" in raw:
+        raise SkillFileError("that path is not valid")
+    parts = [p for p in PurePosixPath(raw).parts if p != "."]
+    if raw.startswith(("/", "~")) or ".." in parts:
+        raise SkillFileError("that path is outside the skill's folder")
+    if not parts:
+        raise SkillFileError("give a file path inside the skill, e.g. references/notes.md")
+    return "/".join(parts)
