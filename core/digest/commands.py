@@ -17,7 +17,7 @@ from datetime import datetime
 
 from core.commands import Command, CommandContext
 from core.digest.kinds import KINDS
-from core.digest.runner import DigestRunner, schedule_of
+from core.digest.runner import DigestRunner, encode_roles, schedule_of
 from core.digest.schedule import PRESETS, ScheduleError, parse_schedule, zone
 from core.digest.store import DigestStore
 from core.request import Reply
@@ -124,6 +124,7 @@ def digest_commands(store: DigestStore, runner: DigestRunner) -> list[Command]:
                 tenant=who.tenant,
                 channel=who.channel,
                 created_by=who.user,
+                roles=encode_roles(who.roles),
                 kind=kind,
                 cron=schedule.cron,
                 tz=schedule.tz,

@@ -14,8 +14,9 @@ token budget can pay for it; otherwise it is the structured list, and says why.
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -108,6 +109,23 @@ def schedule_of(sub: DigestSubscription) -> Schedule:
     return Schedule(sub.cron, sub.tz)
 
 
+def encode_roles(roles: Iterable[str]) -> str:
+    """Verified roles as a subscription stores them (a sorted JSON array)."""
+    return json.dumps(sorted(set(roles)), separators=(",", ":"), ensure_ascii=False)
+
+
+def decode_roles(stored: str) -> tuple[str, ...]:
+    """The stored roles; anything unreadable counts as no roles (never as more access)."""
+    try:
+        value = json.loads(stored or "[]")
+    except ValueError:
+        log.warning("a digest subscription's roles are not a JSON array; running with none")
+        return ()
+    if not isinstance(value, list):
+        return ()
+    return tuple(r for r in value if isinstance(r, str))
+
+
 def _utc(value: datetime) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
@@ -148,8 +166,18 @@ class DigestRunner:
         self._counter = TokenCounter()
 
     def session_for(self, sub: DigestSubscription) -> ToolSession:
-        """The channel's trusted session, as its creator: the digest reads what they may."""
-        request = Request(sub.platform, sub.tenant, sub.channel, "digest", sub.created_by, "")
+        """The channel's trusted session, as its creator with the roles the platform verified
+        when they added it, under this process's policy: the digest reads what they may read
+        here today, denies and all, whoever previews it."""
+        request = Request(
+            sub.platform,
+            sub.tenant,
+            sub.channel,
+            "digest",
+            sub.created_by,
+            "",
+            roles=decode_roles(sub.roles),
+        )
         return open_session(request, self._policy)
 
     # -- deciding what runs --------------------------------------------------------------------

@@ -394,6 +394,12 @@ class DigestSubscription(SQLModel, table=True):
     skip_empty: bool = False
     voice: bool = False
     paused: bool = False
+    # The creator's roles as the platform verified them when the digest was added (a JSON
+    # array): runs read with these roles under the policy of the day, never with more. Last,
+    # where its revision added it; rows from before it have none.
+    roles: str = Field(
+        default="[]", sa_column=Column(Text, nullable=False, default="[]", server_default="[]")
+    )
 
 
 class DigestRun(SQLModel, table=True):

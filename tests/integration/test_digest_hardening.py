@@ -1,0 +1,151 @@
+"""Digests see exactly what their owner may see (roles, denies, the current policy), each kind
+checks the permissions its data needs, and what `/digest add` stores is checked first: its
+lengths, its time zone, its repository (issue 23, second round)."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlmodel import select
+
+from bot.app import App, build_app
+from core.request import Reply, Request
+from core.store.models import DigestSubscription, OutboxRow
+from tests.conftest import POLICY_ALL
+
+START = datetime(2026, 3, 2, 10, 0, 30, tzinfo=UTC)  # a Monday
+
+MANAGERS = (
+    POLICY_ALL
+    + """
+[[rules]]
+name = "digest managers"
+match = { roles = ["lead"] }
+grant = ["digest.manage"]
+"""
+)
+GUESTS_SEE_NO_REPOS = (
+    MANAGERS
+    + """
+[[rules]]
+name = "guests"
+match = { roles = ["guest"] }
+repos = []
+"""
+)
+
+
+class Clock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(START)
+
+
+@pytest.fixture
+async def make_app(
+    make_settings: Callable[..., Any], write_policy: Callable[[str], Path], clock: Clock
+) -> AsyncIterator[Callable[..., App]]:
+    """Apps on one data dir: a second one is the bot restarted (say, with a new policy)."""
+    apps: list[App] = []
+
+    def make(policy: str = MANAGERS, **overrides: Any) -> App:
+        app = build_app(make_settings(policy_file=write_policy(policy), **overrides), clock=clock)
+        apps.append(app)
+        return app
+
+    yield make
+    for app in apps:
+        await app.aclose()
+
+
+async def send(
+    app: App,
+    text: str,
+    *,
+    channel: str = "C1",
+    user: str = "U1",
+    roles: tuple[str, ...] = ("lead",),
+) -> Reply:
+    return await app.core.handle(Request("slack", "T1", channel, "th", user, text, roles))
+
+
+async def posted(app: App) -> list[OutboxRow]:
+    async with app.db.session() as s:
+        return list((await s.exec(select(OutboxRow).order_by(OutboxRow.id))).all())  # type: ignore[arg-type]
+
+
+async def subscriptions(app: App) -> list[DigestSubscription]:
+    return await app.digests.store.all()
+
+
+def _git(root: Path, *args: str, when: str | None = None) -> None:
+    env = {"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.invalid"}
+    env |= {"GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.invalid"}
+    if when:
+        env |= {"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env)
+
+
+def secret_repo(tmp_path: Path, clock: Clock) -> Path:
+    """A git checkout with one commit of half an hour ago."""
+    repo = tmp_path / "secretrepo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "plan.md").write_text("x")
+    _git(repo, "add", ".")
+    when = (clock.now - timedelta(minutes=30)).isoformat()
+    _git(repo, "commit", "-qm", "SECRET merger plan", when=when)
+    return repo
+
+
+# -- 1. a digest runs with its owner's roles, under the current policy ---------------------------
+
+
+async def test_a_digest_sees_only_what_its_owners_roles_may_see(
+    make_app: Callable[..., App], clock: Clock, tmp_path: Path
+) -> None:
+    app = make_app(GUESTS_SEE_NO_REPOS)
+    await app.repos.register(str(secret_repo(tmp_path, clock)), "secretrepo")
+    guest = ("lead", "guest")
+    refused = await send(app, "/digest add hourly repo-changes --repo secretrepo", roles=guest)
+    assert not refused.ok and "no repository `secretrepo`" in refused.text
+    assert (await send(app, "/digest add hourly repo-changes", roles=guest)).ok
+    [sub] = await subscriptions(app)
+    assert sub.roles == '["guest","lead"]'  # what the platform verified, kept for the runs
+    preview = await send(app, "/digest run 1", roles=guest)
+    assert preview.ok and "SECRET" not in preview.text and "Nothing new" in preview.text
+    # Whoever runs it later, the digest reads as its owner: a lead without the guest role
+    # previewing it sees no more than the guest who added it.
+    assert "SECRET" not in (await send(app, "/digest run 1", user="U2")).text
+    clock.now = START.replace(hour=11, minute=0, second=5)
+    assert await app.digests.run_due() == ["posted"]
+    [row] = await posted(app)
+    assert "SECRET" not in row.text
+
+
+async def test_the_current_policy_decides_at_run_time(
+    make_app: Callable[..., App], clock: Clock, tmp_path: Path
+) -> None:
+    app = make_app(MANAGERS)
+    await app.repos.register(str(secret_repo(tmp_path, clock)), "secretrepo")
+    assert (await send(app, "/digest add hourly repo-changes", roles=("lead", "guest"))).ok
+    assert "SECRET merger plan" in (await send(app, "/digest run 1")).text  # allowed so far
+    # The policy changes (the bot restarts with the new file): guests may read no repository.
+    later = make_app(GUESTS_SEE_NO_REPOS)
+    preview = await send(later, "/digest run 1")
+    assert preview.ok and "SECRET" not in preview.text
+    clock.now = START.replace(hour=11, minute=0, second=5)
+    assert await later.digests.run_due() == ["posted"]
+    assert all("SECRET" not in row.text for row in await posted(later))
