@@ -34,7 +34,8 @@ def skill_commands(skills: Skills) -> tuple[list[Command], Callable[..., Awaitab
             ctx.session.require("admin")
             problems = await asyncio.to_thread(skills.library.load)
             await skills.ready()
-            return Reply(_reload_report(len(skills.library.all()), problems), ephemeral=True)
+            shown = [skills.library.describe(p) for p in problems]
+            return Reply(_reload_report(len(skills.library.all()), problems, shown), ephemeral=True)
         ctx.session.require("skills.use")
         await skills.ready()
         if verb == "show":
@@ -115,7 +116,8 @@ def _show(skills: Skills, ctx: CommandContext, name: str) -> Reply:
         lines.append(f"Tools it allows: {', '.join(skill.allowed_tools) or 'none'}")
     if skill.files:
         lines.append("Files: " + ", ".join(f"`{f}`" for f in skill.files[:30]))
-    lines.append(f"Source: {'shipped example' if skill.shipped else skill.folder}")
+    where = skills.library.relative(skill.folder / "SKILL.md")
+    lines.append(f"Source: {'shipped example' if skill.shipped else 'skills folder'}, `{where}`")
     lines += ["", _clip(skill.body)]
     return Reply("\n".join(lines), ephemeral=True)
 
@@ -130,10 +132,10 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
 
 
-def _reload_report(count: int, problems: list[SkillProblem]) -> str:
+def _reload_report(count: int, problems: list[SkillProblem], shown: list[str]) -> str:
     errors = [p for p in problems if p.error]
     lines = [f"Reloaded: {count} skill(s) loaded, {len(errors)} skipped with errors."]
-    lines += [f"- {p}" for p in problems[:20]]
+    lines += [f"- {text}" for text in shown[:20]]
     if len(problems) > 20:
         lines.append(f"- … and {len(problems) - 20} more (`threadline skills check`)")
     return "\n".join(lines)

@@ -238,6 +238,22 @@ class SkillLibrary:
     def problems(self) -> list[SkillProblem]:
         return list(self._problems)
 
+    def relative(self, path: Path) -> str:
+        """`path` as chat may show it: relative to the skills folder holding it (the server's
+        absolute paths name its users and layout), or only its name."""
+        for root in self.folders:
+            if path.is_relative_to(root) and path != root:
+                return path.relative_to(root).as_posix()
+        return path.name
+
+    def describe(self, problem: SkillProblem) -> str:
+        """`problem` as chat may show it: no absolute path, in its place or in its reason."""
+        reason = problem.reason
+        for root in sorted(self.folders, key=lambda f: len(str(f)), reverse=True):
+            reason = reason.replace(f"{root}{os.sep}", "")
+        kind = "error" if problem.error else "warning"
+        return f"{kind}: {self.relative(problem.path)}: {reason}"
+
     @staticmethod
     def read_file(skill: Skill, relative: str, max_bytes: int = MAX_FILE_BYTES) -> str:
         """One text file of a skill, by the rules in the module docstring, redacted. Raises

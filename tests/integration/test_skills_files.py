@@ -158,3 +158,21 @@ def test_listed_files_are_exactly_the_readable_ones(leaky: Path) -> None:
     assert skill.files == ("references/db.md", "references/steps.md")
     for rel in skill.files:
         SkillLibrary.read_file(skill, rel)
+
+
+async def test_skills_show_and_reload_name_no_server_path(
+    make_bot: MakeBot, leaky: Path, tmp_path: Path
+) -> None:
+    """Chat shows where a skill comes from relative to its skills folder, never the server's
+    absolute path (a user name, a home directory, the deployment's layout)."""
+    other = tmp_path / "other-skills"
+    write_skill(other, "deploy", "A second skill of that name.", "body")
+    bot = make_bot(skills_dirs=[leaky, other])
+    shown = await bot.send("/skills show deploy")
+    assert shown.ok and "deploy/SKILL.md" in shown.text
+    assert str(tmp_path) not in shown.text
+    (leaky / "broken").mkdir()
+    (leaky / "broken" / "SKILL.md").write_text("---\nname: [broken\n---\n")
+    report = await bot.send("/skills reload", roles=["admin"])
+    assert report.ok and "broken/SKILL.md" in report.text and "duplicate name" in report.text
+    assert str(tmp_path) not in report.text
