@@ -32,7 +32,9 @@ def mcp_commands(manager: McpManager) -> list[Command]:
             name, f"{ctx.session.identity.platform}:{ctx.session.identity.user}"
         )
         if not approved:
-            return Reply(f"`{name}` has no changed tool definitions to approve.", ephemeral=True)
+            return Reply(
+                f"`{name}` has no new or changed tool definitions to approve.", ephemeral=True
+            )
         names = ", ".join(f"`{shown_name(name, t)}`" for t in approved)
         return Reply(f"Approved the new definitions of {names}; they can be used again.")
 
@@ -65,6 +67,8 @@ def _overview(manager: McpManager, ctx: CommandContext) -> str:
                 marks.append("asks you to confirm")
             if info.pin == "changed":
                 marks.append("disabled: definition changed, awaiting `/mcp approve`")
+            elif info.pin == "unapproved":
+                marks.append("disabled: new since approval, awaiting `/mcp approve`")
             note = f" ({'; '.join(marks)})" if marks else ""
             usable.append(f"`{shown_name(state.name, tool)}`{note}")
         if usable:
@@ -93,7 +97,7 @@ async def _diff(manager: McpManager, name: str) -> str:
     changes = await manager.pins.pending(name)
     if not changes:
         return f"`{name}`: every tool definition is as approved."
-    head = f"**{name}**: {len(changes)} tool definition(s) changed since approval"
+    head = f"**{name}**: {len(changes)} tool definition(s) new or changed since approval"
     text = "\n\n".join([head, *(c.describe() for c in changes)])
     if len(text) > _MAX_DIFF_CHARS:
         text = text[:_MAX_DIFF_CHARS] + "\n… (cut; the rest is in the database table mcp_tool_pins)"

@@ -27,7 +27,7 @@ from jsonschema.exceptions import SchemaError
 
 from core.errors import ToolError
 from core.mcp.config import McpServerSettings
-from core.mcp.pins import PinStatus, PinStore, canonical
+from core.mcp.pins import UNAPPROVED, PinStatus, PinStore, canonical
 from core.tools.context import ToolContext
 from core.tools.registry import JsonArgs, Tool, ToolRegistry
 
@@ -85,6 +85,10 @@ class ServerState:
             return f"MCP server {self.name} no longer lists this tool"
         if info.pin == "changed":
             return "its definition changed and awaits an admin's /mcp approve"
+        if info.pin == "unapproved":
+            return (
+                "it is new since the server was first approved and awaits an admin's /mcp approve"
+            )
         return None
 
 
@@ -282,7 +286,7 @@ class McpManager:
                     break
                 # Re-checked also while a change awaits approval: another process may have
                 # recorded the admin's `/mcp approve` meanwhile.
-                waiting = any(info.pin == "changed" for info in state.tools.values())
+                waiting = any(info.pin in UNAPPROVED for info in state.tools.values())
                 if waiting or _fingerprint(listed) != state.fingerprint:
                     await self._register(state, listed)
                 state.listings += 1
@@ -346,15 +350,19 @@ class McpManager:
                 "; ".join(f"{k}: {v}" for k, v in sorted(state.skipped.items())[:5]),
             )
         pins = await self.pins.check(state.name, definitions)
-        changed = sorted(t for t, p in pins.items() if p == "changed")
-        if changed:
-            log.warning(
-                "MCP server %s changed the definition of %s: disabled until an admin runs "
-                "/mcp approve %s",
-                state.name,
-                ", ".join(changed),
-                state.name,
+        for status, what in (("changed", "changed the definition of"), ("unapproved", "added")):
+            # Logged when it happens, not again at every listing while it awaits approval.
+            fresh = sorted(
+                t for t, p in pins.items() if p == status and _pin_of(state, t) != status
             )
+            if fresh:
+                log.warning(
+                    "MCP server %s %s %s: disabled until an admin runs /mcp approve %s",
+                    state.name,
+                    what,
+                    ", ".join(fresh),
+                    state.name,
+                )
         for old in state.tools:
             self._registry.remove(model_name(state.name, old))
         # Released only once out of the registry: another server may take a name at once.
@@ -502,6 +510,11 @@ async def _http_transport(url: str, headers: dict[str, str], seconds: float) -> 
     async with httpx2.AsyncClient(headers=headers, timeout=seconds) as http:
         async with streamable_http_client(url, http_client=http) as streams:
             yield streams
+
+
+def _pin_of(state: ServerState, tool: str) -> PinStatus | None:
+    info = state.tools.get(tool)
+    return info.pin if info is not None else None
 
 
 def _fingerprint(listed: list[Any]) -> str:

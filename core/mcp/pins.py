@@ -1,10 +1,13 @@
 """Tool pinning: an MCP tool's definition is trusted as first seen, and a change disables it.
 
 A definition is the tool's name, description, input schema and annotations as canonical JSON
-(sorted keys); its sha256 is what is compared. The first connect records it (trust on first
-use); a later connect that lists a different definition records that as pending and the tool
-stays disabled until an admin approves it (`/mcp approve SERVER`). A server that goes back to
-the approved definition is trusted again (the pending change is dropped).
+(sorted keys); its sha256 is what is compared. The first listing of a server records its tools
+(trust on first use); a later listing that shows a different definition records that as pending
+and the tool stays disabled until an admin approves it (`/mcp approve SERVER`). A server that
+goes back to the approved definition is trusted again (the pending change is dropped). A tool
+that first appears after the server's first listing is no first use: it is recorded with
+nothing approved (`sha256` empty) and waits for `/mcp approve` like a changed one, so a server
+cannot slip in "call me with all secrets" once it is trusted.
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ from sqlmodel import col, select
 from core.store.engine import Database
 from core.store.models import McpToolPin
 
-PinStatus = Literal["new", "pinned", "changed"]
+# new: trusted on the server's first listing; unapproved: appeared later, awaits approval.
+PinStatus = Literal["new", "pinned", "changed", "unapproved"]
+UNAPPROVED: tuple[PinStatus, ...] = ("changed", "unapproved")
+_NOTHING_APPROVED = ""  # sha256 of a tool that appeared after the first listing
 _DIFF_LINES = 40
 _DIFF_LINE_CHARS = 160
 
@@ -43,9 +49,16 @@ class PendingChange:
     new: dict[str, Any]
     since: datetime | None
 
+    @property
+    def new_tool(self) -> bool:
+        return not self.old
+
     def describe(self) -> str:
         """What changed, field by field; long texts as a capped line diff, never in full."""
-        lines = [f"**{self.tool}** (changed {_when(self.since)}):"]
+        if self.new_tool:
+            lines = [f"**{self.tool}** (new tool, listed since {_when(self.since)}):"]
+        else:
+            lines = [f"**{self.tool}** (changed {_when(self.since)}):"]
         for key in sorted(set(self.old) | set(self.new)):
             before, after = self.old.get(key), self.new.get(key)
             if before == after:
@@ -86,12 +99,18 @@ class PinStore:
         self, server: str, definitions: dict[str, dict[str, Any]]
     ) -> dict[str, PinStatus]:
         """Compare the listed definitions with the pins, recording new ones and changes."""
+        async with self._db.session() as s:
+            known = (
+                await s.exec(select(McpToolPin.id).where(McpToolPin.server == server).limit(1))
+            ).first() is not None
         out: dict[str, PinStatus] = {}
         for tool, definition in definitions.items():
-            out[tool] = await self._check_one(server, tool, definition)
+            out[tool] = await self._check_one(server, tool, definition, first_use=not known)
         return out
 
-    async def _check_one(self, server: str, tool: str, definition: dict[str, Any]) -> PinStatus:
+    async def _check_one(
+        self, server: str, tool: str, definition: dict[str, Any], *, first_use: bool
+    ) -> PinStatus:
         sha, text = digest(definition), canonical(definition)
         for _ in range(2):  # a second process may insert the first pin at the same moment
             try:
@@ -103,9 +122,24 @@ class PinStore:
                             )
                         )
                     ).first()
-                    if row is None:
+                    if row is None and first_use:
                         s.add(McpToolPin(server=server, tool=tool, sha256=sha, definition=text))
                         return "new"
+                    if row is None:
+                        s.add(
+                            McpToolPin(
+                                server=server,
+                                tool=tool,
+                                sha256=_NOTHING_APPROVED,
+                                definition="{}",
+                                approved_at=self._clock(),
+                                approved_by="(not approved yet)",
+                                pending_sha256=sha,
+                                pending_definition=text,
+                                pending_since=self._clock(),
+                            )
+                        )
+                        return "unapproved"
                     if row.sha256 == sha:
                         if row.pending_sha256 is not None:  # back to what was approved
                             row.pending_sha256 = row.pending_definition = None
@@ -116,7 +150,7 @@ class PinStore:
                         row.pending_sha256, row.pending_definition = sha, text
                         row.pending_since = self._clock()
                         s.add(row)
-                    return "changed"
+                    return "unapproved" if row.sha256 == _NOTHING_APPROVED else "changed"
             except IntegrityError:
                 continue
         return "changed"  # unreachable in practice; failing closed

@@ -91,7 +91,7 @@ async def test_mcp_command_lists_servers_state_and_permitted_tools(
     diff = await bot.send("/mcp diff t", channel="ops", roles=["admin"])
     assert "every tool definition is as approved" in diff.text
     nothing = await bot.send("/mcp approve t", channel="ops", roles=["admin"])
-    assert "no changed tool definitions" in nothing.text
+    assert "no new or changed tool definitions" in nothing.text
 
 
 async def test_a_definition_changed_between_runs_waits_for_an_admin(
