@@ -5,6 +5,7 @@ engines) on SQLite and PostgreSQL, catch-up after downtime, the three kinds and 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import signal
 import subprocess
@@ -154,6 +155,7 @@ async def test_subscriptions_survive_a_restart(make_app: Callable[..., App]) -> 
 # -- running -----------------------------------------------------------------------------------
 
 
+@at_every_instant
 async def test_each_period_posts_once(make_app: Callable[..., App], clock: Clock) -> None:
     app = make_app()
     assert (await send(app, '/digest add "*/30 * * * *" activity')).ok
@@ -212,6 +214,7 @@ async def test_two_workers_post_exactly_once_per_period(
     assert len(runs) == 12 and {r.state for r in runs} == {"posted"}
 
 
+@at_every_instant
 async def test_a_dead_workers_claim_is_taken_over_after_its_lease(
     make_app: Callable[..., App], clock: Clock
 ) -> None:
@@ -229,6 +232,7 @@ async def test_a_dead_workers_claim_is_taken_over_after_its_lease(
     assert run.claimed_by == "live" and run.attempts == 2 and run.state == "posted"
 
 
+@at_every_instant
 async def test_a_crash_after_enqueueing_does_not_post_twice(
     make_app: Callable[..., App], clock: Clock
 ) -> None:
@@ -245,6 +249,7 @@ async def test_a_crash_after_enqueueing_does_not_post_twice(
     assert len(await posted(app)) == 1
 
 
+@at_every_instant
 async def test_catch_up_once_within_grace_and_skip_older(
     make_app: Callable[..., App], clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -269,6 +274,64 @@ async def test_catch_up_once_within_grace_and_skip_older(
     assert len(await posted(app)) == 2 + outcomes.count("posted")
 
 
+BERLIN_DIGESTS = {
+    "hourly activity --tz Europe/Berlin": timedelta(hours=1),  # Berlin's offsets are whole hours
+    '"30 2 * * *" activity --tz Europe/Berlin': None,  # 02:30: missing in spring, twice in autumn
+    "daily activity --tz Europe/Berlin": None,
+    "daily activity": timedelta(days=1),
+}
+
+
+@at_every_instant
+async def test_each_period_starts_where_the_last_one_ended(
+    make_app: Callable[..., App], clock: Clock
+) -> None:
+    """Run the scheduler's pass every 20 minutes for a day around the instant (a period
+    boundary, the year's last second, a daylight-saving change): every digest posts once per
+    run, and its periods follow each other with nothing counted twice and nothing lost."""
+    from zoneinfo import ZoneInfo
+
+    app = make_app()
+    instant = clock.now
+    clock.now = instant - timedelta(hours=12)
+    for spec in BERLIN_DIGESTS:
+        assert (await send(app, f"/digest add {spec}")).ok
+    periods: dict[int, list[tuple[datetime, datetime]]] = {}
+    build = app.digests.build
+
+    async def recording(sub: Any, start: datetime, end: datetime) -> Any:
+        periods.setdefault(sub.id, []).append((start, end))
+        return await build(sub, start, end)
+
+    app.digests.build = recording  # type: ignore[method-assign]
+    outcomes: list[str] = []
+    while clock.now < instant + timedelta(hours=14):
+        clock.advance(minutes=20)
+        outcomes += await app.digests.run_due()
+    assert outcomes and set(outcomes) == {"posted"}
+    berlin = ZoneInfo("Europe/Berlin")
+    for sub_id, step in zip(sorted(periods), BERLIN_DIGESTS.values(), strict=True):
+        runs = periods[sub_id]
+        for (_, end), (start, _) in itertools.pairwise(runs):
+            assert start == end  # no gap, no overlap
+        ends = [end for _, end in runs]
+        assert ends == sorted(set(ends))
+        if step is not None:  # or longer where the wall clock repeats an hour: its times ran
+            assert all(
+                b - a == step
+                or a.astimezone(berlin).utcoffset() != b.astimezone(berlin).utcoffset()
+                for a, b in itertools.pairwise(ends)
+            )
+        else:  # once a local day, 23 to 25 hours apart
+            assert len({e.astimezone(berlin).date() for e in ends}) == len(ends)
+            assert all(
+                timedelta(hours=23) <= b - a <= timedelta(hours=25)
+                for a, b in itertools.pairwise(ends)
+            )
+    assert len(await posted(app)) == len(outcomes)
+
+
+@at_every_instant
 async def test_skip_empty_posts_nothing(make_app: Callable[..., App], clock: Clock) -> None:
     app = make_app()
     await first_period(app, clock, '"*/30 * * * *" memory --skip-empty')
@@ -276,6 +339,7 @@ async def test_skip_empty_posts_nothing(make_app: Callable[..., App], clock: Clo
     assert await posted(app) == []
 
 
+@at_every_instant
 async def test_paused_digests_do_not_run(make_app: Callable[..., App], clock: Clock) -> None:
     app = make_app()
     assert (await send(app, '/digest add "*/30 * * * *" activity')).ok
@@ -327,6 +391,7 @@ async def test_activity_without_a_model_is_a_structured_list(
     assert await posted(app) == []  # a preview is not posted
 
 
+@at_every_instant
 async def test_a_model_summarizes_on_the_channel_budget(
     make_app: Callable[..., App], clock: Clock, fake_llm: FakeOpenAI
 ) -> None:
@@ -483,6 +548,7 @@ def schedule_of_sub(sub: Any) -> Any:
     return schedule_of(sub)
 
 
+@at_every_instant
 async def test_voice_digests_carry_audio_or_say_why_not(
     make_app: Callable[..., App], clock: Clock
 ) -> None:

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.digest.schedule import ScheduleError, parse_schedule
+from tests.clocks import Clock, at_every_instant
 
 
 def runs(spec: str, tz: str, start: datetime, n: int) -> list[str]:
@@ -91,6 +92,31 @@ def test_latest_and_previous() -> None:
     )
 
 
+AROUND = [
+    ("hourly", "Europe/Berlin"),
+    ("*/30 * * * *", "Europe/Berlin"),
+    ("30 2 * * *", "Europe/Berlin"),
+    ("daily", "America/New_York"),
+    ("daily", "UTC"),
+    ("weekly", "UTC"),
+]
+
+
+@at_every_instant
+def test_around_each_instant_the_last_and_next_runs_agree(clock: Clock) -> None:
+    """For every moment of the day around the instant, the run before it and the run after it
+    are neighbours: what a period ends with is what the next one starts from."""
+    for spec, tz in AROUND:
+        schedule = parse_schedule(spec, tz)
+        probe = clock.now - timedelta(hours=26)
+        while probe < clock.now + timedelta(hours=26):
+            latest, nxt = schedule.latest_at_or_before(probe), schedule.next_after(probe)
+            assert latest is not None and latest <= probe < nxt, (spec, tz, probe)
+            assert schedule.next_after(latest) == nxt, (spec, tz, probe)
+            assert schedule.previous_before(nxt) == latest, (spec, tz, probe)
+            probe += timedelta(minutes=23)
+
+
 @pytest.mark.parametrize(
     ("spec", "tz", "message"),
     [
@@ -109,10 +135,12 @@ def test_bad_schedules_say_why(spec: str, tz: str, message: str) -> None:
         parse_schedule(spec, tz)
 
 
-def test_too_frequent_is_refused() -> None:
-    with pytest.raises(ScheduleError, match="every 5 minutes"):
-        parse_schedule("* * * * *", "UTC").check_interval(datetime(2026, 1, 1, tzinfo=UTC))
-    parse_schedule("*/5 * * * *", "UTC").check_interval(datetime(2026, 1, 1, tzinfo=UTC))
+@at_every_instant
+def test_too_frequent_is_refused(clock: Clock) -> None:
+    for tz in ("UTC", "Europe/Berlin"):
+        with pytest.raises(ScheduleError, match="every 5 minutes"):
+            parse_schedule("* * * * *", tz).check_interval(clock.now)
+        parse_schedule("*/5 * * * *", tz).check_interval(clock.now)
 
 
 @settings(max_examples=150, deadline=None)
