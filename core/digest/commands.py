@@ -16,6 +16,7 @@ import shlex
 from datetime import datetime
 
 from core.commands import Command, CommandContext
+from core.digest import messages
 from core.digest.kinds import KINDS
 from core.digest.runner import DigestRunner, encode_roles, schedule_of
 from core.digest.schedule import PRESETS, ScheduleError, parse_schedule, zone
@@ -90,6 +91,9 @@ def digest_commands(store: DigestStore, runner: DigestRunner) -> list[Command]:
         schedule_text, kind = positional[0], positional[1].lower()
         if kind not in KINDS:
             raise _Usage(f"Unknown kind `{kind[:40]}`.")
+        missing = KINDS[kind].missing(ctx.session)
+        if missing:
+            return Reply(messages.kind_needs(kind, missing), ok=False, ephemeral=True)
         if flags["--voice"]:
             if not voice_available():
                 return Reply(

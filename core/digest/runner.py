@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from core.code.repos import RepoStore
+from core.digest import messages
 from core.digest.kinds import KINDS, DigestContent, DigestContext
 from core.digest.schedule import Schedule, ScheduleError
 from core.digest.store import DEFAULT_LEASE, Claim, DigestStore
@@ -103,6 +104,7 @@ class Digest:
     text: str
     empty: bool
     audio: tuple[Attachment, ...] = ()
+    refused: tuple[str, ...] = ()  # permissions the owner lacks: the text says so, no data
 
 
 def schedule_of(sub: DigestSubscription) -> Schedule:
@@ -263,7 +265,8 @@ class DigestRunner:
             return "empty"
         key = f"digest:{sub.id}:{claim.scheduled_for.astimezone(UTC).isoformat()}"
         await self._sink.post(sub, digest.title, digest.text, key, digest.audio)
-        await self.store.finish(claim, "posted")
+        detail = f"not built, the owner lacks {', '.join(digest.refused)}" if digest.refused else ""
+        await self.store.finish(claim, "posted", detail)
         return "posted"
 
     async def _period_start(
@@ -289,9 +292,14 @@ class DigestRunner:
     async def build(self, sub: DigestSubscription, start: datetime, end: datetime) -> Digest:
         kind = KINDS[sub.kind]
         session = self.session_for(sub)
+        title = f"{kind.title} digest · {self._period_text(sub, start, end)}"
+        missing = kind.missing(session)
+        if missing:
+            # Posted all the same: a digest that silently stops would look like a quiet period.
+            text = f"**{title}**\n\n{messages.owner_may_not_read(missing)}"
+            return Digest(title=title, text=text, empty=False, refused=tuple(missing))
         ctx = DigestContext(sub, session, start, end, self._db, self._repos)
         content = await kind.collect(ctx)
-        title = f"{kind.title} digest · {self._period_text(sub, start, end)}"
         if content.empty:
             body = "Nothing new in this period."
             notes = content.notes

@@ -149,3 +149,54 @@ async def test_the_current_policy_decides_at_run_time(
     clock.now = START.replace(hour=11, minute=0, second=5)
     assert await later.digests.run_due() == ["posted"]
     assert all("SECRET" not in row.text for row in await posted(later))
+
+
+# -- 2. every kind checks the permissions its data needs, when added and when run ---------------
+
+NO_MEMORY_IN_C2 = """
+[[rules]]
+name = "C2 reads no memory"
+match = { channel = ["C2"] }
+deny = ["memory.read"]
+"""
+NO_CODE_IN_C2 = """
+[[rules]]
+name = "C2 reads no code"
+match = { channel = ["C2"] }
+deny = ["code.read"]
+"""
+
+
+@pytest.mark.parametrize(
+    ("policy", "kind", "permission"),
+    [(NO_MEMORY_IN_C2, "memory", "memory.read"), (NO_CODE_IN_C2, "repo-changes", "code.read")],
+)
+async def test_a_kind_is_refused_where_its_data_may_not_be_read(
+    make_app: Callable[..., App], policy: str, kind: str, permission: str
+) -> None:
+    app = make_app(MANAGERS + policy)
+    refused = await send(app, f"/digest add hourly {kind}", channel="C2")
+    assert not refused.ok
+    assert f"A `{kind}` digest needs the `{permission}` permission" in refused.text
+    assert await subscriptions(app) == []  # nothing half-written
+    assert (await send(app, f"/digest add hourly {kind}", channel="C1")).ok  # allowed there
+
+
+async def test_a_memory_digest_whose_owner_lost_memory_read_says_so_instead(
+    make_app: Callable[..., App], clock: Clock
+) -> None:
+    app = make_app(MANAGERS)
+    assert (await send(app, "/save PRIVATE launch date is May 4", channel="C2")).ok
+    assert (await send(app, "/digest add hourly memory", channel="C2")).ok
+    assert "PRIVATE launch date" in (await send(app, "/digest run 1", channel="C2")).text
+    later = make_app(MANAGERS + NO_MEMORY_IN_C2)  # the policy now denies memory.read in C2
+    assert not (await send(later, "/memory list", channel="C2")).ok
+    preview = await send(later, "/digest run 1", channel="C2")
+    assert "PRIVATE" not in preview.text
+    assert "may no longer read what it lists here (`memory.read`)" in preview.text
+    clock.now = START.replace(hour=11, minute=0, second=5)
+    assert await later.digests.run_due() == ["posted"]
+    [row] = await posted(later)
+    assert "PRIVATE" not in row.text and "(`memory.read`)" in row.text
+    [run] = await later.digests.store.runs(1)
+    assert run.state == "posted" and "memory.read" in run.detail

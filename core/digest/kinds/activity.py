@@ -82,5 +82,6 @@ register(
         "Activity",
         "what the channel asked, what was answered, what looks still open",
         collect,
+        permissions=("ask",),  # the channel's questions, as anyone who may ask here sees them
     )
 )

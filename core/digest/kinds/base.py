@@ -49,7 +49,14 @@ class Kind:
     title: str
     summary: str  # one line for `/digest` help
     collect: Collect
+    # What the owner must be allowed in the channel for the kind's data: checked when the
+    # digest is added and again before every run (a policy may have changed since).
+    permissions: tuple[str, ...] = ()
     needs_repo: bool = False  # `--repo` applies
+
+    def missing(self, session: ToolSession) -> list[str]:
+        """The permissions this kind needs that `session` lacks."""
+        return [p for p in self.permissions if not session.allows(p)]
 
 
 KINDS: dict[str, Kind] = {}

@@ -51,4 +51,12 @@ async def collect(ctx: DigestContext) -> DigestContent:
     return DigestContent([head, *lines], "\n".join([head, *lines]), empty=False, notes=notes)
 
 
-register(Kind("memory", "Memory", "facts saved or changed in this channel's scopes", collect))
+register(
+    Kind(
+        "memory",
+        "Memory",
+        "facts saved or changed in this channel's scopes",
+        collect,
+        permissions=("memory.read",),
+    )
+)

@@ -93,8 +93,6 @@ def read_log(root: Path, start: datetime, end: datetime) -> tuple[list[Commit], 
 async def collect(ctx: DigestContext) -> DigestContent:
     sub = ctx.subscription
     notes: list[str] = []
-    if not ctx.session.allows("code.read"):
-        return DigestContent([], "", empty=True, notes=["This channel may not read code."])
     repos = await ctx.repos.visible(ctx.session)
     if sub.repo:
         repos = [r for r in repos if r.name == sub.repo]
@@ -153,6 +151,7 @@ register(
         "Repository changes",
         "commits since the last digest in the repositories this channel may read",
         collect,
+        permissions=("code.read",),
         needs_repo=True,
     )
 )
