@@ -15,6 +15,7 @@ both the day of month and the day of week is refused: crontab ORs them, APSchedu
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -153,10 +154,17 @@ class Schedule:
         return self.latest_at_or_before(run - timedelta(microseconds=1))
 
     def check_interval(self, now: datetime) -> None:
-        first = self.next_after(now)
-        second = self.next_after(first)
-        if second - first < _MIN_INTERVAL:
-            raise ScheduleError("a digest may run at most every 5 minutes")
+        """Refuses a schedule with any two runs less than 5 minutes apart, over its whole
+        period (see `_tightest`), and one that never runs after `now`."""
+        self.next_after(now)
+        tightest = _tightest(self.cron)
+        if tightest is not None and tightest[0] < _MIN_INTERVAL:
+            gap, a, b = tightest
+            minutes = int(gap.total_seconds() // 60)
+            raise ScheduleError(
+                "a digest may run at most every 5 minutes; this schedule runs "
+                f"{minutes} minute{'s' if minutes != 1 else ''} apart ({a} and {b})"
+            )
 
 
 @functools.lru_cache(maxsize=256)
@@ -184,6 +192,67 @@ def _trigger(cron: str) -> CronTrigger:
         )
     except ValueError as exc:
         raise ScheduleError(f"bad cron expression {cron!r}: {exc}") from None
+
+
+def _fires(trigger: CronTrigger, start: datetime, end: datetime, limit: int) -> list[datetime]:
+    """The trigger's fire times in [start, end), at most `limit` + 1 of them."""
+    out: list[datetime] = []
+    at: datetime | None = trigger.get_next_fire_time(None, start)
+    while at is not None and at < end and len(out) <= limit:
+        out.append(at)
+        at = trigger.get_next_fire_time(None, at + timedelta(minutes=1))
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _tightest(cron: str) -> tuple[timedelta, str, str] | None:
+    """The smallest gap between two consecutive runs of `cron` anywhere in its period, with the
+    wall times it falls between; None when it runs at most once a day on days that never
+    follow each other.
+
+    Every firing day runs at the same wall times (cron's minutes x hours), so the gaps are
+    those of one day, plus the one from a day's last run to the next firing day's first; that
+    one only matters when two consecutive days fire, which the day fields decide. Cost is
+    bounded: at most 289 runs of one day are expanded (more than 288 a day cannot be 5 minutes
+    apart; the day's gaps already show it), and firing days are walked only when that day-to-day
+    gap would be too short, until two consecutive ones show, over 4 years (1,461 days) at most.
+    Gaps are on the wall clock: a
+    daylight-saving jump can bring the runs on either side of it closer once, by the shift.
+    """
+    minute, hour, day, month, dow = cron.split()
+    origin = datetime(2000, 1, 1, tzinfo=UTC)  # 2000 and 2004 are leap years
+    times = _fires(
+        CronTrigger(minute=minute, hour=hour, timezone=UTC),
+        origin,
+        origin + timedelta(days=1),
+        limit=int(timedelta(days=1) / _MIN_INTERVAL),
+    )
+    if not times:
+        return None
+    best: tuple[timedelta, str, str] | None = None
+    for a, b in itertools.pairwise(times):
+        if best is None or b - a < best[0]:
+            best = (b - a, f"{a:%H:%M}", f"{b:%H:%M}")
+    overnight = times[0] + timedelta(days=1) - times[-1]
+    if (best is None or overnight < best[0]) and overnight < _MIN_INTERVAL:
+        if _consecutive_days(day, month, dow, origin):
+            best = (overnight, f"{times[-1]:%H:%M}", f"{times[0]:%H:%M}")
+    return best
+
+
+def _consecutive_days(day: str, month: str, dow: str, origin: datetime) -> bool:
+    """Whether two consecutive days both match the day fields, within 4 years from `origin`
+    (a leap year): the day of month and the day of week are never both restricted, so month
+    lengths decide for the one and any month's days of the week for the other."""
+    trigger = CronTrigger(day=day, month=month, day_of_week=_dow_names(dow), timezone=UTC)
+    end = origin.replace(year=origin.year + 4)
+    previous: datetime | None = None
+    at: datetime | None = trigger.get_next_fire_time(None, origin)
+    while at is not None and at < end:
+        if previous is not None and at - previous == timedelta(days=1):
+            return True
+        previous, at = at, trigger.get_next_fire_time(None, at + timedelta(minutes=1))
+    return False
 
 
 def parse_schedule(text: str, tz: str) -> Schedule:
