@@ -27,7 +27,15 @@ from core.memory.compaction import Compacted, CompactionConfig, Compactor
 from core.memory.history import HistoryStore, ThreadHistory, summary_messages
 from core.memory.tokens import TokenCounter
 from core.metrics import Metrics
-from core.prompt import PromptBuilder
+from core.prompt import SYSTEM_RULES, PromptBuilder, lean_rules
+from core.prompt_budget import (
+    Needs,
+    OfferedTool,
+    OptionalPart,
+    PromptBudget,
+    ToolChoice,
+    tool_group,
+)
 from core.quotas import BudgetExhausted, QuotaLedger, QuotaState
 from core.request import Progress, Reply, ToolCallRecord, Usage
 from core.session import ToolSession
@@ -35,6 +43,7 @@ from core.skills.service import LOAD_TOOL, SkillPrompt, Skills, load_text
 from core.store.engine import Database
 from core.tools.context import ToolContext
 from core.tools.dispatcher import Dispatcher, cap
+from core.tools.registry import Tool
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +106,7 @@ class _Turn:
     expires_at: datetime | None = None  # when this request's quota reservations lapse
     skills: SkillPrompt | None = None  # what skills add to the prompt
     thread_skills: list[str] = field(default_factory=list)  # loaded earlier in the thread
+    needs: Needs | None = None  # what the request likely needs, for the tools it is offered
 
 
 class Agent:
@@ -142,6 +152,7 @@ class Agent:
             threshold=spec.compact_threshold,
             reserved_output=spec.max_output_tokens,
         )
+        self.budget = PromptBudget(self.compaction, self.counter)
 
     async def answer(
         self,
@@ -164,13 +175,18 @@ class Agent:
         try:
             async with limit:
                 history = await self._history.load(session.conversation)
+                recent = _recent_questions(history)
+                turn.needs = Needs.of(text, recent, skills_in_use=bool(skills))
+                room = await self._room_for_parts(session, history, turn)
                 # Independent parts of the prompt, prepared together: the skills ranking's
                 # query embedding runs while memory and the repo map read the database.
                 memory, code, _ = await asyncio.gather(
-                    self._recall(session, text),
-                    self._map(session, text, history),
+                    self._recall(session, text, room),
+                    self._map(session, text, recent, room),
                     self._prepare_skills(session, text, turn, skills),
                 )
+                if turn.thread_skills or (turn.skills and turn.skills.pinned):
+                    turn.needs = Needs.of(text, recent, skills_in_use=True)
                 reply = await self._loop(session, history, turn, memory, progress, code)
         except TimeoutError:
             if not limit.expired():
@@ -188,10 +204,35 @@ class Agent:
         await self._history.append(session.conversation, turn.messages)
         return reply
 
-    async def _recall(self, session: ToolSession, text: str) -> str | None:
-        if self._memory is None or not session.allows("memory.read"):
+    async def _room_for_parts(
+        self, session: ToolSession, history: ThreadHistory, turn: _Turn
+    ) -> int:
+        """What memory and the repo map may take, at most, beside the rules, the tools and the
+        conversation's reserve (`core.prompt_budget`): they are rendered within it."""
+        choice = await self._choose_tools(session, turn)
+        rules = self._rules(choice, memory=True)
+        fixed = self.counter.count(
+            self._prompt.prefix(session, self._clock(), rules=rules), choice.schemas
+        )
+        reserve = self.budget.reserve([*history.messages, *turn.messages], fixed)
+        return self.budget.room_for_parts(fixed, reserve)
+
+    async def _choose_tools(self, session: ToolSession, turn: _Turn) -> ToolChoice:
+        offered = await self._dispatcher.registry.offered_tools(session)
+        needs = turn.needs or Needs.of("")
+        return self.budget.choose_tools([_offered(t) for t in offered], needs)
+
+    def _rules(self, choice: ToolChoice | None, *, memory: bool) -> str:
+        """The full rules where they fit their share, else the sections this request needs."""
+        if self.budget.full_rules_fit(self._prompt.stable_prefix()):
+            return SYSTEM_RULES
+        code = choice is not None and "code" in choice.groups
+        return lean_rules(code=code, memory=memory)
+
+    async def _recall(self, session: ToolSession, text: str, room: int) -> str | None:
+        if self._memory is None or not session.allows("memory.read") or room <= 0:
             return None
-        budget = memory_budget(self.compaction.window)
+        budget = min(memory_budget(self.compaction.window), room)
         return await self._memory.recall(session, text, budget, self.counter.count_text)
 
     async def _prepare_skills(
@@ -254,18 +295,51 @@ class Agent:
         memory: str | None,
         code: str | None,
         again: str | None,
-    ) -> list[Message]:
-        sk = turn.skills
-        now = "\n\n".join(p for p in (sk.dynamic if sk else None, again) if p) or None
-        return self._prompt.prefix(
-            session,
-            self._clock(),
-            memory,
-            code,
-            skills=sk.stable if sk else None,
-            skills_now=now,
-            resources=self._resource_list(session),
+        choice: ToolChoice | None,
+        conversation: Sequence[Message],
+    ) -> tuple[list[Message], int]:
+        """The messages before the thread, with the optional parts (memory, repo map, skills
+        text, resource list) that fit beside the conversation's reserve, in priority order;
+        and what each of this turn's tool results may keep, in characters."""
+        now = self._clock()
+        rules = self._rules(choice, memory=memory is not None)
+        tools = choice.schemas if choice is not None else None
+        fixed = self.counter.count(
+            self._prompt.prefix(session, now, skills_now=again, rules=rules), tools
         )
+        sk = turn.skills if choice is None or "skills" in choice.groups else None
+        resources = self._resource_list(session)
+        context = "Conversation context."  # stands in for the context line the skills join
+        parts: dict[OptionalPart, list[Message]] = {}
+        if memory:
+            parts["memory"] = [{"role": "user", "content": memory}]
+        if code:
+            parts["code_map"] = [{"role": "user", "content": code}]
+        if sk is not None:
+            parts["skills"] = [
+                {"role": "system", "content": sk.stable},
+                {"role": "system", "content": "\n\n".join([context, sk.dynamic or ""])},
+            ]
+        if resources:
+            parts["resources"] = [{"role": "user", "content": resources}]
+        reserve = self.budget.reserve(conversation, fixed)
+        kept, _ = self.budget.fit_parts(fixed, reserve, parts)
+        skills = sk if "skills" in kept else None
+        skills_now = (
+            "\n\n".join(p for p in (skills.dynamic if skills else None, again) if p) or None
+        )
+        prefix = self._prompt.prefix(
+            session,
+            now,
+            memory if "memory" in kept else None,
+            code if "code_map" in kept else None,
+            skills=skills.stable if skills else None,
+            skills_now=skills_now,
+            resources=resources if "resources" in kept else None,
+            rules=rules,
+        )
+        results = sum(1 for m in _current_turn(conversation) if m["role"] == "tool")
+        return prefix, self.budget.results_chars(fixed, results)
 
     def _resource_list(self, session: ToolSession) -> str | None:
         """MCP resources readable here, listed when the window has room for them."""
@@ -277,22 +351,19 @@ class Agent:
             log.warning("no MCP resource list for request %s", session.request_id, exc_info=True)
             return None
 
-    async def _map(self, session: ToolSession, text: str, history: ThreadHistory) -> str | None:
+    async def _map(
+        self, session: ToolSession, text: str, recent: Sequence[str], room: int
+    ) -> str | None:
         """The repo map for a code question; a failure costs the map, never the answer."""
-        if self._code_map is None:
+        if self._code_map is None or room <= 0:
             return None
-        recent = [
-            m["content"]
-            for m in history.messages
-            if m.get("role") == "user" and isinstance(m.get("content"), str)
-        ][-RECENT_TURNS:]
         try:
             return await self._code_map.for_prompt(
                 session,
                 text,
                 recent,
                 self.counter.count_text,
-                code_map_budget(self.compaction.window),
+                min(code_map_budget(self.compaction.window), room),
             )
         except Exception:
             log.warning("no repo map for request %s", session.request_id, exc_info=True)
@@ -316,17 +387,23 @@ class Agent:
             # The last step, or a spent tool budget: no tools on offer, so the model answers
             # instead of wasting steps on calls that would be refused.
             offer = step < max_steps and left > 0
-            tools = await self._dispatcher.registry.offered(session) if offer else None
-            again = self._skills_again(session, turn, [*history.messages, *turn.messages])
-            prefix = self._prefix(session, turn, memory, code, again)
+            choice = await self._choose_tools(session, turn) if offer else None
+            tools = choice.schemas if choice is not None else None
+            whole = [*history.messages, *turn.messages]
+            again = self._skills_again(session, turn, whole)
+            prefix, keep = self._prefix(session, turn, memory, code, again, choice, whole)
             try:
-                history, conversation = await self._fit(session, prefix, history, turn, tools)
+                history, conversation = await self._fit(session, prefix, history, turn, tools, keep)
                 # Compaction may just have summarized the turn that loaded a skill: give it
                 # again in this very call, not only in the next one.
                 if self._skills_again(session, turn, conversation) != again:
                     again = self._skills_again(session, turn, conversation)
-                    prefix = self._prefix(session, turn, memory, code, again)
-                    history, conversation = await self._fit(session, prefix, history, turn, tools)
+                    prefix, keep = self._prefix(
+                        session, turn, memory, code, again, choice, conversation
+                    )
+                    history, conversation = await self._fit(
+                        session, prefix, history, turn, tools, keep
+                    )
                 completion = await self._call_model(session, [*prefix, *conversation], tools, turn)
             except BudgetExhausted as exc:
                 return self._reply(turn, self._exhausted_text(exc), ok=False)
@@ -356,7 +433,8 @@ class Agent:
             for i, call in enumerate(calls):
                 await _notify(progress, messages.progress_tool(call.name, step))
                 started = time.monotonic()
-                outcome = await self._dispatcher.dispatch(ctx, call)
+                offered = choice.names if choice is not None else frozenset()
+                outcome = await self._dispatcher.dispatch(ctx, call, offered=offered)
                 if self._metrics is not None:
                     self._metrics.tool_call(call.name, time.monotonic() - started)
                 turn.tool_calls.append(
@@ -383,6 +461,7 @@ class Agent:
         history: ThreadHistory,
         turn: _Turn,
         tools: list[dict[str, Any]] | None,
+        results_chars: int,
     ) -> tuple[ThreadHistory, list[Message]]:
         """Compact the thread if the next prompt would be over the threshold. Returns the
         (possibly compacted) stored history and the conversation to send."""
@@ -399,7 +478,9 @@ class Agent:
                 raise
 
         compactor = Compactor(self.counter, self.compaction, summarize)
-        result = await compactor.fit(prefix, [*history.messages, *turn.messages], tools)
+        result = await compactor.fit(
+            prefix, [*history.messages, *turn.messages], tools, results_chars
+        )
         if result.method in ("none", "trimmed"):
             return history, result.messages
         history = await self._persist_compaction(session, history, result)
@@ -501,6 +582,24 @@ class Agent:
             tool_calls=tuple(turn.tool_calls),
             usage=turn.usage,
         )
+
+
+def _offered(t: Tool) -> OfferedTool:
+    return OfferedTool(t.name, tool_group(t.permission), t.schema())
+
+
+def _recent_questions(history: ThreadHistory) -> list[str]:
+    """The thread's last user messages, whose files and symbols seed the repo map."""
+    return [
+        m["content"]
+        for m in history.messages
+        if m.get("role") == "user" and isinstance(m.get("content"), str)
+    ][-RECENT_TURNS:]
+
+
+def _current_turn(conversation: Sequence[Message]) -> Sequence[Message]:
+    users = [i for i, m in enumerate(conversation) if m["role"] == "user"]
+    return conversation[users[-1] :] if users else conversation
 
 
 def _close_open_calls(turn: list[Message], note: str) -> None:

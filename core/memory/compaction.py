@@ -35,6 +35,7 @@ Summarize = Callable[[list[Message], int], Awaitable[str]]
 TOOL_RESULT_REMOVED = "[tool result removed to fit the context window]"
 TEXT_SHORTENED = "\n[... middle removed to fit the context window ...]\n"
 SHORT_MESSAGE_CHARS = 600  # what a long message of an older turn is shortened to
+MIN_RESULT_CHARS = 200  # what a tool result of the current turn keeps at the very least
 
 SUMMARIZE_INSTRUCTIONS = """\
 You compress a chat-ops conversation so that it can continue without its full text.
@@ -126,6 +127,7 @@ class Compactor:
         self.counter = counter
         self.config = config
         self._summarize = summarize
+        self._results_chars: int | None = None
 
     def size(
         self, prefix: Sequence[Message], conversation: Sequence[Message], tools: Any = None
@@ -142,7 +144,11 @@ class Compactor:
         prefix: Sequence[Message],
         conversation: list[Message],
         tools: list[dict[str, Any]] | None = None,
+        results_chars: int | None = None,
     ) -> Compacted:
+        """`results_chars`: what each of the current turn's tool results keeps before older
+        context gives way (`core.prompt_budget.PromptBudget.results_chars`)."""
+        self._results_chars = results_chars
         if self.fits(prefix, conversation, tools):
             return Compacted(conversation, "none")
         cut = self._cut(prefix, conversation, tools)
@@ -218,6 +224,9 @@ class Compactor:
     def _trim(
         self, prefix: Sequence[Message], conversation: list[Message], tools: Any
     ) -> list[Message]:
+        """Bring the conversation under the limit, giving way in priority order: older turns
+        first, then the summary and the previous turn; the current turn's question and tool
+        results are shortened (head and tail, with a note), never removed."""
         if self.fits(prefix, conversation, tools):
             return conversation
         # The summary stands for everything before it: it goes last, after the turns it
@@ -230,40 +239,67 @@ class Compactor:
 
         users = [i for i, m in enumerate(body) if m["role"] == "user"]
         current = users[-1] if users else 0
-        # 1. Large tool results, oldest first.
-        for i, m in enumerate(body):
+        previous = users[-2] if len(users) > 1 else current
+        # 1. Large tool results of the older turns, oldest first.
+        for i in range(current):
+            m = body[i]
             if m["role"] == "tool" and len(str(m.get("content") or "")) > len(TOOL_RESULT_REMOVED):
                 body[i] = {**m, "content": TOOL_RESULT_REMOVED}
                 if done(body):
                     return [*head, *body]
-        # 2. Long messages of the older turns, oldest turn first.
+        # 2. This turn's tool results, down to their share of the room.
+        if self._results_chars is not None:
+            body = [*body[:current], *_results_shortened(body[current:], self._results_chars)]
+            if done(body):
+                return [*head, *body]
+        # 3. Long messages of the older turns, oldest turn first.
         for start, end in zip(users, [*users[1:], current], strict=False):
             if start >= current:
                 break
             for i in range(start, end):
-                body[i] = _shortened(body[i], SHORT_MESSAGE_CHARS)
+                body[i] = shortened(body[i], SHORT_MESSAGE_CHARS)
             if done(body):
                 return [*head, *body]
-        # 3. The older turns themselves, oldest first.
-        for start in [*users[1:], current]:
-            if start and done(body[start:]):
+        # 4. The older turns themselves, oldest first, the previous turn kept.
+        for start in users[1:]:
+            if start > previous:
+                break
+            if done(body[start:]):
                 log.warning("dropped %d messages to fit the context window", start)
                 return [*head, *body[start:]]
+        if previous < current:
+            body = body[previous:]
+            current -= previous
+        # 5. This turn's tool results, shorter still.
+        keep = self._results_chars or SHORT_MESSAGE_CHARS
+        while keep > MIN_RESULT_CHARS and _has_results(body[current:]):
+            keep = max(MIN_RESULT_CHARS, keep // 2)
+            body = [*body[:current], *_results_shortened(body[current:], keep)]
+            if done(body):
+                return [*head, *body]
+        # 6. The previous turn.
         turn = body[current:]
-        # 4. The current turn: finished tool exchanges collapse into notes, oldest first.
-        while _has_exchange(turn):
-            turn = _collapse_first_exchange(turn)
-            if done(turn):
-                return [*head, *turn]
-        # 5. Its long texts, the question last; then without the summary.
+        if current and done(turn):
+            log.warning("dropped the previous turn to fit the context window")
+            return [*head, *turn]
+        # 7. The current turn's long texts, the question last.
         budget = self.config.limit - self.size(prefix, head, tools) - 64
-        shortened = _shorten_texts(turn, budget, self.counter)
-        if done(shortened) or not head:
-            return [*head, *shortened]
+        candidate = _shorten_texts(turn, budget, self.counter)
+        if done(candidate):
+            return [*head, *candidate]
+        # 8. Last resort, when the calls' own arguments overflow the window: finished tool
+        # exchanges collapse into a note naming the tools, oldest first.
+        if _has_exchange(candidate):
+            log.warning("the current turn's tool calls alone overflow the window")
+        while _has_exchange(candidate) and not done(candidate):
+            candidate = _collapse_first_exchange(candidate)
+        candidate = _shorten_texts(candidate, budget, self.counter)
+        if done(candidate) or not head:
+            return [*head, *candidate]
+        # 9. Without the summary.
         log.warning("the current turn alone fills the window: the thread summary is left out")
-        return _shorten_texts(
-            turn, self.config.limit - self.size(prefix, [], tools) - 64, self.counter
-        )
+        alone = self.config.limit - self.size(prefix, [], tools) - 64
+        return _shorten_texts(candidate, alone, self.counter)
 
 
 def _is_summary_pair_part(m: Message) -> bool:
@@ -289,13 +325,22 @@ def _pack(lines: Sequence[str], budget: int, counter: TokenCounter) -> list[str]
     return chunks
 
 
-def _shortened(m: Message, max_chars: int) -> Message:
+def shortened(m: Message, max_chars: int) -> Message:
+    """`m` with a long text cut to its start and end around a note."""
     text = m.get("content")
     if not isinstance(text, str) or len(text) <= max_chars:
         return m
     head = max_chars * 2 // 3
     tail = max_chars - head
     return {**m, "content": text[:head] + TEXT_SHORTENED + text[-tail:]}
+
+
+def _has_results(turn: Sequence[Message]) -> bool:
+    return any(m["role"] == "tool" for m in turn)
+
+
+def _results_shortened(turn: Sequence[Message], max_chars: int) -> list[Message]:
+    return [shortened(m, max_chars) if m["role"] == "tool" else m for m in turn]
 
 
 def _has_exchange(turn: Sequence[Message]) -> bool:
@@ -327,5 +372,5 @@ def _shorten_texts(turn: list[Message], budget: int, counter: TokenCounter) -> l
     out = []
     for m in turn:
         limit = keep_chars if m["role"] == "user" and len(texts) == 1 else each
-        out.append(_shortened(m, limit) if m["role"] != "tool" else _shortened(m, 100))
+        out.append(shortened(m, limit) if m["role"] != "tool" else shortened(m, MIN_RESULT_CHARS))
     return out

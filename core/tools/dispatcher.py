@@ -1,6 +1,6 @@
 """The dispatcher: every tool call the model proposes passes this chain before anything runs.
 
-    lookup -> permit -> size -> validate -> budget -> run -> cap -> audit
+    lookup -> permit -> offered -> size -> validate -> budget -> run -> cap -> audit
 
 Each step is a small function that either passes or raises `Rejected` with a short, fixed text
 for the model. Rejected and failed calls count against the request's tool budget, so a model
@@ -14,7 +14,7 @@ import inspect
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,6 +131,19 @@ def permit(t: Tool, session: ToolSession) -> None:
         )
 
 
+async def check_offered(t: Tool, session: ToolSession, offered: Collection[str] | None) -> None:
+    """Only a tool offered in this request runs: a model (or text injected into a tool result)
+    naming one it was not shown must not reach it, e.g. `speak`, which spends the user's voice
+    budget and is offered only when they asked for audio. Without the request's list (a direct
+    dispatch), the tool's own availability check decides."""
+    if offered is not None:
+        ok = t.name in offered
+    else:
+        ok = t.available is None or await t.available(session)
+    if not ok:
+        raise Rejected("not_offered", "Error: this tool is not offered in this request.")
+
+
 def check_blocked(t: Tool) -> None:
     reason = t.blocked() if t.blocked is not None else None
     if reason is not None:
@@ -167,7 +180,11 @@ class Dispatcher:
         self._max_args = max_args_chars
         self._max_result = max_result_chars
 
-    async def dispatch(self, ctx: ToolContext, call: ProposedCall) -> ToolOutcome:
+    async def dispatch(
+        self, ctx: ToolContext, call: ProposedCall, *, offered: Collection[str] | None = None
+    ) -> ToolOutcome:
+        """Run `call` if every check passes. `offered`: the names of the tools this request's
+        model call was offered (None: not known here; the tools' availability checks decide)."""
         session = ctx.session
         session.counters.tool_calls += 1  # counted before any check: refusals spend budget too
         started = time.monotonic()
@@ -179,6 +196,7 @@ class Dispatcher:
             # Permission before validation: a tool the session may not use reveals nothing
             # about its arguments, and the user hears about the missing permission.
             permit(t, session)
+            await check_offered(t, session, offered)
             check_size(call, self._max_args)
             args = validate(t, call)
             check_budget(session)

@@ -142,16 +142,20 @@ class ToolRegistry:
     def remove(self, name: str) -> None:
         self._tools.pop(name, None)
 
-    async def offered(self, session: ToolSession) -> list[dict[str, Any]]:
-        """The schemas to send with a model call: the permitted tools, minus those whose
-        availability check says there is nothing for them to work on (each check runs once)."""
+    async def offered_tools(self, session: ToolSession) -> list[Tool]:
+        """The tools worth offering: the permitted ones, minus those whose availability check
+        says there is nothing for them to work on (each check runs once)."""
         checked: dict[Availability, bool] = {}
-        out: list[dict[str, Any]] = []
+        out: list[Tool] = []
         for t in self.visible_to(session):
             if t.available is not None:
                 if t.available not in checked:
                     checked[t.available] = await t.available(session)
                 if not checked[t.available]:
                     continue
-            out.append(t.schema())
+            out.append(t)
         return out
+
+    async def offered(self, session: ToolSession) -> list[dict[str, Any]]:
+        """The schemas of `offered_tools`, to send with a model call."""
+        return [t.schema() for t in await self.offered_tools(session)]

@@ -393,7 +393,12 @@ class FakeOpenAI:
         # `is None`, not `or`: a script may ask for 0 tokens.
         prompt = spec.get("pt")
         if prompt is None:
-            prompt = max(1, len(json.dumps(request.get("messages", []))) // 4)
+            # Tool schemas are prompt too, as every real provider counts them.
+            tools = request.get("tools")
+            chars = len(json.dumps(request.get("messages", []))) + (
+                len(json.dumps(tools)) if tools else 0
+            )
+            prompt = max(1, chars // 4)
         completion = spec.get("ct")
         if completion is None:
             completion = max(1, len(spec.get("text") or "") // 4)

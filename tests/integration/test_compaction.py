@@ -1,7 +1,8 @@
 """Thread compaction end to end: the real composition root, the real `openai` client and the
 scripted fake OpenAI-compatible server on 127.0.0.1.
 
-The fake counts a prompt as `len(json.dumps(messages)) // 4` tokens and reports that as
+The fake counts a prompt as a quarter of the characters of its messages and tool schemas (as
+JSON) and reports that as
 `prompt_tokens`. These tests take that as the provider's truth: a request fits the window when
 that count plus the request's `max_tokens` is at most the window.
 
@@ -73,7 +74,8 @@ def conversation(request: Request) -> list[Message]:
 
 def provider_tokens(request: Request) -> int:
     """The prompt size as the fake (the provider) counts it."""
-    return len(json.dumps(request["messages"])) // 4
+    tools = request.get("tools")
+    return (len(json.dumps(request["messages"])) + (len(json.dumps(tools)) if tools else 0)) // 4
 
 
 def user(text: str) -> Message:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from core.memory.compaction import (
     MERGE_INSTRUCTIONS,
-    TOOL_RESULT_REMOVED,
+    TEXT_SHORTENED,
     CompactionConfig,
     Compactor,
     is_protocol_valid,
@@ -166,22 +166,52 @@ async def test_a_previous_summary_is_folded_into_the_next_one() -> None:
     assert sum(m["content"].startswith(SUMMARY_PREFIX) for m in result.messages) == 1
 
 
-async def test_recent_turns_too_big_get_tool_results_trimmed_oldest_first() -> None:
+async def test_the_current_turns_tool_result_is_shortened_never_removed() -> None:
     summarizer = Summarizer()
     call = {"id": "c1", "type": "function", "function": {"name": "t", "arguments": "{}"}}
     history: list[Message] = [
         {"role": "user", "content": "look it up"},
         {"role": "assistant", "content": "", "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": "c1", "content": "z" * 6000},
+        {"role": "tool", "tool_call_id": "c1", "content": "HEAD " + "z" * 6000 + " TAIL"},
         {"role": "assistant", "content": "found"},
     ]
     result = await Compactor(TokenCounter(), CompactionConfig(window=1024), summarizer).fit(
         PREFIX, history
     )
     assert result.method == "trimmed"
-    assert result.messages[2]["content"] == TOOL_RESULT_REMOVED
+    kept = result.messages[2]["content"]
+    assert kept.startswith("HEAD ") and kept.endswith(" TAIL") and TEXT_SHORTENED in kept
     assert is_protocol_valid(result.messages)
     assert summarizer.calls == []  # nothing older to summarize
+
+
+async def test_older_turns_give_way_before_the_current_turn_and_the_previous_one() -> None:
+    """Older turns' results go first, then older turns, and the previous turn stays beside
+    this turn's (shortened) result."""
+    call = {"id": "c9", "type": "function", "function": {"name": "t", "arguments": "{}"}}
+    history: list[Message] = [*summary_messages("SUMMARY of the early part")]
+    for i in range(4):
+        old = {"id": f"o{i}", "type": "function", "function": {"name": "t", "arguments": "{}"}}
+        history += [
+            {"role": "user", "content": f"old question {i} " + "q" * 300},
+            {"role": "assistant", "content": "", "tool_calls": [old]},
+            {"role": "tool", "tool_call_id": f"o{i}", "content": f"OLD-RESULT-{i} " + "o" * 2000},
+            {"role": "assistant", "content": f"old answer {i}"},
+        ]
+    history += [
+        {"role": "user", "content": "the question now"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c9", "content": "NEW-HEAD " + "n" * 5000 + " NEW-TAIL"},
+    ]
+    compactor = Compactor(TokenCounter(), CompactionConfig(window=2048), Summarizer())
+    result = compactor._trim(PREFIX, history, None)
+    assert compactor.fits(PREFIX, result) and is_protocol_valid(result)
+    text = json.dumps(result)
+    assert result[0]["content"].startswith(SUMMARY_PREFIX)
+    assert "old answer 3" in text  # the previous turn
+    assert "old question 0" not in text  # the oldest turn went first
+    new = result[-1]["content"]
+    assert new.startswith("NEW-HEAD") and new.endswith("NEW-TAIL")
 
 
 @pytest.mark.parametrize(
