@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.store.schema import DERIVED_TABLES, SchemaChange, SchemaError, SchemaStatus
+from core.store.schema import DERIVED_TABLES, SchemaChange, SchemaError, SchemaStatus, transient
 
 log = logging.getLogger(__name__)
 
@@ -32,12 +32,15 @@ __all__ = [
     "SchemaStatus",
     "normalize_url",
     "sqlite_url",
+    "transient",
 ]
 
 
-# Schema set-up that fails on a database error (a lock wait that timed out, a racing process's
-# CREATE that won) is tried again; the locks below make that rare.
-_CREATE_ATTEMPTS = 40
+# Schema set-up that fails on a wait for another process's lock (SQLite's busy timeout, a
+# PostgreSQL deadlock) is tried again; the locks below make that rare. Any other error (a
+# revision that does not fit the schema) fails the same way again: it is never retried, since
+# each try of an upgrade on SQLite began with a copy of the whole file.
+_LOCKED_ATTEMPTS = 5
 _DDL_LOCK = 0x7468726561646C6E  # any constant bigint: "threadln" in ASCII
 
 
@@ -172,15 +175,15 @@ class Database:
         async with _schema_lock():
             from sqlalchemy.exc import DBAPIError
 
-            for attempt in range(_CREATE_ATTEMPTS):
+            for attempt in range(_LOCKED_ATTEMPTS):
                 try:
                     change = await self._prepare_once(may_upgrade=may_upgrade)
                     break
-                except DBAPIError:
-                    # "already exists": another process created it between check and create.
-                    if attempt == _CREATE_ATTEMPTS - 1:
+                except DBAPIError as exc:
+                    if not transient(exc) or attempt == _LOCKED_ATTEMPTS - 1:
                         raise
-                    await asyncio.sleep(0.005 * (attempt + 1))
+                    log.info("the schema is locked by another process; trying again")
+                    await asyncio.sleep(0.05 * 2**attempt)
             self._ready = True
             return change
 
@@ -190,16 +193,25 @@ class Database:
         from core.store.schema import prepare, status
 
         locked = True
+        backup = None
         if self.dialect == "sqlite":
             async with self.engine.connect() as conn:
                 found = await conn.run_sync(status)
                 if may_upgrade and not (found.up_to_date or found.empty or not found.known):
-                    await self._back_up(conn, found)
+                    backup = await self._back_up(conn, found)
             # At head nothing is written (but an outdated derived table), so a process starting
             # beside a busy one does not queue for its write lock.
             locked = not found.up_to_date
-        async with self.schema_connection(locked=locked) as conn:
-            return await conn.run_sync(partial(prepare, may_upgrade=may_upgrade))
+        try:
+            async with self.schema_connection(locked=locked) as conn:
+                return await conn.run_sync(partial(prepare, may_upgrade=may_upgrade))
+        except SchemaError as exc:
+            message = str(exc)
+            if backup is not None:
+                message += f" (a copy from before the upgrade is kept in {backup})"
+            if exc.__cause__ is not None:  # an upgrade failed (not a refusal before one)
+                log.error("database schema: %s", message)
+            raise SchemaError(message) from exc.__cause__
 
     @asynccontextmanager
     async def schema_connection(self, *, locked: bool = True) -> AsyncIterator[AsyncConnection]:
@@ -311,26 +323,62 @@ class Database:
             self._engine = None
             self._ready = False
 
-    async def _back_up(self, conn: AsyncConnection, found: SchemaStatus) -> None:
+    async def _back_up(self, conn: AsyncConnection, found: SchemaStatus) -> str | None:
         """A SQLite file about to be upgraded is copied first (`VACUUM INTO`: consistent even
-        with other processes writing), since `threadline run` upgrades it unasked."""
-        from datetime import UTC, datetime
+        with other processes writing), since `threadline run` upgrades it unasked. One copy
+        per upgrade (from one revision to another): a process restarted after a failed
+        upgrade keeps the first copy instead of filling the disk with more. Returns its path."""
+        import os
+        import uuid
 
         from core.store.schema import describe
 
         path = self.url.split(":///", 1)[1]
         if not path or path == ":memory:":
-            return
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        backup = f"{path}.{found.current or 'unversioned'}-{stamp}.bak"
-        await conn.exec_driver_sql("VACUUM INTO ?", (backup,))
-        await conn.commit()
+            return None
+        backup = f"{path}.{found.current or 'unversioned'}-to-{found.head}.bak"
+        if await asyncio.to_thread(os.path.exists, backup):
+            log.warning(
+                "database schema is %s, this release needs %s: upgrading (the copy made "
+                "before this upgrade was first tried is kept in %s)",
+                describe(found.current),
+                found.head,
+                backup,
+            )
+            return backup
+        # Written under a name of its own, then linked into place: of processes starting at
+        # once, the first copy wins and none fails on another's half-written file.
+        partial = f"{backup}.{os.getpid()}-{uuid.uuid4().hex[:8]}.partial"
+        try:
+            await conn.exec_driver_sql("VACUUM INTO ?", (partial,))
+            await conn.commit()
+            await asyncio.to_thread(_put_in_place, partial, backup)
+        finally:
+            await asyncio.to_thread(_remove, partial)
         log.warning(
             "database schema is %s, this release needs %s: upgrading (a copy is kept in %s)",
             describe(found.current),
             found.head,
             backup,
         )
+        return backup
+
+
+def _put_in_place(partial: str, backup: str) -> None:
+    """`partial` as `backup` unless that exists (another process's copy came first)."""
+    import os
+
+    try:
+        os.link(partial, backup)
+    except FileExistsError:
+        pass
+    except OSError:  # a file system without hard links
+        if not os.path.exists(backup):
+            os.replace(partial, backup)
+
+
+def _remove(path: str) -> None:
+    Path(path).unlink(missing_ok=True)
 
 
 async def _foreign_keys_on(conn: AsyncConnection) -> None:

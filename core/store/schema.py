@@ -172,9 +172,48 @@ def prepare(conn: Any, *, may_upgrade: bool) -> SchemaChange:
         )
     if not may_upgrade:
         raise SchemaError(behind_message(before))
-    upgrade_to_head(conn)
+    from sqlalchemy.exc import DBAPIError
+
+    try:
+        upgrade_to_head(conn)
+    except DBAPIError as exc:
+        if transient(exc):
+            raise
+        # The same revision on the same schema fails the same way every time: it is not
+        # retried, and the database's own words say what to fix.
+        raise SchemaError(upgrade_failed(before, exc)) from exc
     rebuild_outdated_derived(conn)
     return SchemaChange(before, HEAD)
+
+
+# Waits on another process's lock, worth trying again (PostgreSQL's SQLSTATEs: lock not
+# available, deadlock detected, serialization failure). Anything else is the schema or the
+# statement, and fails again the same way.
+_TRANSIENT_SQLSTATES = frozenset({"55P03", "40P01", "40001"})
+_TRANSIENT_SQLITE = ("database is locked", "database table is locked", "database is busy")
+
+
+def transient(exc: BaseException) -> bool:
+    """Whether a database error was a wait on someone else's lock (try again) rather than a
+    schema or statement error (never retried)."""
+    cause = getattr(exc, "orig", None) or exc
+    if getattr(cause, "sqlstate", None) in _TRANSIENT_SQLSTATES:
+        return True
+    text = str(cause).lower()
+    return type(cause).__name__ == "OperationalError" and any(
+        words in text for words in _TRANSIENT_SQLITE
+    )
+
+
+def upgrade_failed(before: str | None, exc: BaseException) -> str:
+    cause = getattr(exc, "orig", None) or exc
+    lines = str(cause).strip().splitlines()
+    detail = f"{type(cause).__name__}: {lines[0][:300]}" if lines else type(cause).__name__
+    return (
+        f"upgrading the database schema from {before or 'before schema migrations'} to {HEAD} "
+        f"failed ({detail}). The upgrade was rolled back: the database is still "
+        f"{describe(before)}. Fix what the error names, then start again"
+    )
 
 
 def behind_message(revision: str | None) -> str:
