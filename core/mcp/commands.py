@@ -77,7 +77,27 @@ def _overview(manager: McpManager, ctx: CommandContext) -> str:
             lines.append("  - none of its tools is permitted here")
         if other and usable:
             lines.append(f"  - {other} more tool(s) not permitted here")
+        lines += _not_offered(state, ctx)
     return "\n".join(lines)
+
+
+_SHOWN_SKIPPED = 5
+
+
+def _not_offered(state: ServerState, ctx: CommandContext) -> list[str]:
+    """Tools the server lists that are not offered at all (an unusable name or schema, a name
+    taken by another server), among those this conversation could use."""
+    shown = []
+    for tool, why in sorted(state.skipped.items()):
+        name = "".join(c if c.isascii() and (c.isalnum() or c in "_-") else "?" for c in tool)
+        if ctx.session.allows(f"mcp:{state.name}") or ctx.session.allows(
+            f"mcp:{shown_name(state.name, name)}"
+        ):
+            shown.append(f"`{shown_name(state.name, name)}` ({why})")
+    if not shown:
+        return []
+    more = f" (+{len(shown) - _SHOWN_SKIPPED} more)" if len(shown) > _SHOWN_SKIPPED else ""
+    return ["  - not offered: " + "; ".join(shown[:_SHOWN_SKIPPED]) + more]
 
 
 def _status(state: ServerState, now: datetime) -> str:

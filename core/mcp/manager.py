@@ -28,6 +28,7 @@ from jsonschema.exceptions import SchemaError
 from core.errors import ToolError
 from core.mcp.config import McpServerSettings
 from core.mcp.pins import UNAPPROVED, PinStatus, PinStore, canonical
+from core.mcp.schema import MAX_SCHEMA_DEPTH, SchemaTooDeep, depth, offered_schema
 from core.tools.context import ToolContext
 from core.tools.registry import JsonArgs, Tool, ToolRegistry
 
@@ -334,14 +335,21 @@ class McpManager:
     async def _register(self, state: ServerState, listed: list[Any]) -> None:
         state.fingerprint = _fingerprint(listed)
         definitions: dict[str, dict[str, Any]] = {}
+        offered: dict[str, dict[str, Any]] = {}
         state.skipped.clear()
         for t in listed:
             definition = definition_of(t)
-            problem = _unusable(state.name, definition) or self._claim(state.name, t.name)
+            schema: dict[str, Any] | None = None
+            problem = _unusable(state.name, definition)
+            if not problem:
+                schema, problem = offered_schema(state.name, definition["inputSchema"])
+            problem = problem or self._claim(state.name, t.name)
             if problem:
                 state.skipped[str(t.name)[:64]] = problem
                 continue
             definitions[t.name] = definition
+            assert schema is not None
+            offered[t.name] = schema
         if state.skipped:
             log.warning(
                 "MCP server %s: %d tool(s) not registered: %s",
@@ -378,7 +386,7 @@ class McpManager:
                 needs_confirmation(definition, state.config),
                 pins[tool],
             )
-            self._registry.add(self._tool(state, tool, definition))
+            self._registry.add(self._tool(state, tool, definition, offered[tool]))
 
     def _claim(self, server: str, tool: str) -> str | None:
         """Take the model-facing name of `server`'s `tool`, or say whose it is. Claimed before
@@ -392,7 +400,13 @@ class McpManager:
         self._owners[name] = server
         return None
 
-    def _tool(self, state: ServerState, tool: str, definition: dict[str, Any]) -> Tool:
+    def _tool(
+        self,
+        state: ServerState,
+        tool: str,
+        definition: dict[str, Any],
+        parameters: dict[str, Any],
+    ) -> Tool:
         server = state.name
         description = definition["description"].strip() or "(no description)"
         if len(description) > MAX_DESCRIPTION_CHARS:
@@ -408,7 +422,7 @@ class McpManager:
             permission=f"mcp:{shown_name(server, tool)}",
             func=run,
             timeout=state.config.timeout,
-            parameters=definition["inputSchema"],
+            parameters=parameters,  # framed and capped (core/mcp/schema.py)
             check_args=_argument_checker(definition["inputSchema"]),
             label=shown_name(server, tool),
             blocked=lambda: self.servers[server].blocked(tool),
@@ -530,6 +544,10 @@ def _unusable(server: str, definition: dict[str, Any]) -> str | None:
     schema = definition["inputSchema"]
     if not isinstance(schema, dict) or schema.get("type", "object") != "object":
         return "input schema is not an object schema"
+    try:
+        depth(schema)
+    except SchemaTooDeep:
+        return f"input schema nested deeper than {MAX_SCHEMA_DEPTH} levels"
     if len(json.dumps(schema)) > MAX_SCHEMA_CHARS:
         return f"input schema over {MAX_SCHEMA_CHARS} characters"
     try:
