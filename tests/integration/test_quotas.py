@@ -22,22 +22,7 @@ from core.quotas import (
     Reservation,
 )
 from core.store.engine import Database
-
-NOON = datetime(2024, 5, 1, 12, 30, tzinfo=UTC)
-NEXT_MIDNIGHT = datetime(2024, 5, 2, 0, 0, tzinfo=UTC)
-
-
-class Clock:
-    """A settable clock for the ledger."""
-
-    def __init__(self, now: datetime = NOON) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, delta: timedelta) -> None:
-        self.now = self.now + delta
+from tests.clocks import Clock, at_every_instant, next_utc_midnight
 
 
 def user_limit(
@@ -65,11 +50,6 @@ def channel_limit(
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
 def ledger(open_db: Callable[[], Database], clock: Clock) -> QuotaLedger:
     return QuotaLedger(open_db(), clock)
 
@@ -81,15 +61,16 @@ def by_key(states: list[QuotaState]) -> dict[QuotaKey, tuple[int, int]]:
 # -- reserve / settle / release -------------------------------------------------------------------
 
 
+@at_every_instant
 async def test_reserve_then_settle_records_real_usage_and_frees_the_reservation(
-    ledger: QuotaLedger,
+    ledger: QuotaLedger, clock: Clock
 ) -> None:
     limits = [user_limit(1000), channel_limit(5000)]
 
     reservation = await ledger.reserve(limits, 300, minimum=10)
 
     assert reservation.amount == 300
-    assert reservation.day == "2024-05-01"
+    assert reservation.day == clock.now.date().isoformat()
     during = await ledger.snapshot(limits)
     assert [(st.used, st.reserved) for st in during] == [(0, 300), (0, 300)]
     assert [st.remaining for st in during] == [700, 4700]
@@ -139,9 +120,10 @@ async def test_release_frees_the_reservation_without_charging(ledger: QuotaLedge
 # -- exhaustion -----------------------------------------------------------------------------------
 
 
+@at_every_instant
 @pytest.mark.parametrize("tight", ["user", "channel"])
 async def test_no_fit_raises_budget_exhausted_naming_the_tightest_limit(
-    ledger: QuotaLedger, tight: str
+    ledger: QuotaLedger, clock: Clock, tight: str
 ) -> None:
     user = user_limit(100 if tight == "user" else 10_000)
     channel = channel_limit(100 if tight == "channel" else 10_000)
@@ -155,7 +137,7 @@ async def test_no_fit_raises_budget_exhausted_naming_the_tightest_limit(
     assert exc.state.limit == (user if tight == "user" else channel)
     assert str(exc) == exc.state.limit.label
     assert (exc.state.used, exc.state.reserved, exc.state.remaining) == (95, 0, 5)
-    assert exc.resets_at == NEXT_MIDNIGHT
+    assert exc.resets_at == next_utc_midnight(clock.now)
     assert exc.resets_at.utcoffset() == timedelta(0)
     # A refused reservation holds nothing, on either limit.
     assert [st.reserved for st in await ledger.snapshot(limits)] == [0, 0]
@@ -302,7 +284,7 @@ async def test_a_new_utc_day_starts_from_zero(ledger: QuotaLedger, clock: Clock)
     assert len(await ledger.charge(limits, 100)) == 2
     with pytest.raises(BudgetExhausted) as caught:
         await ledger.reserve(limits, 1, minimum=1)
-    assert caught.value.resets_at == NEXT_MIDNIGHT
+    assert caught.value.resets_at == datetime(2024, 5, 2, tzinfo=UTC)
     late = await ledger.reserve([user_limit(1000, "bob")], 10, minimum=1)
 
     clock.advance(timedelta(seconds=1))  # 00:00:00 UTC
@@ -321,6 +303,7 @@ async def test_a_new_utc_day_starts_from_zero(ledger: QuotaLedger, clock: Clock)
     assert [(st.used, st.reserved) for st in await ledger.snapshot(limits)] == [(100, 0), (100, 0)]
 
 
+@at_every_instant
 async def test_the_80_percent_notice_comes_again_on_a_new_day(
     ledger: QuotaLedger, clock: Clock
 ) -> None:
@@ -407,6 +390,7 @@ async def test_tenants_users_channels_and_metrics_do_not_share_counters(
 # -- reservations left behind by a dead process ---------------------------------------------------
 
 
+@at_every_instant
 async def test_a_reservation_of_a_killed_process_expires_and_is_given_back(
     open_db: Callable[[], Database], clock: Clock
 ) -> None:
@@ -426,6 +410,7 @@ async def test_a_reservation_of_a_killed_process_expires_and_is_given_back(
     assert held.amount == 1000
 
 
+@at_every_instant
 async def test_settling_after_the_reservation_expired_does_not_give_it_back_twice(
     ledger: QuotaLedger, clock: Clock
 ) -> None:
@@ -436,9 +421,14 @@ async def test_settling_after_the_reservation_expired_does_not_give_it_back_twic
     clock.advance(timedelta(minutes=2))
     other = await ledger.reserve(limits, 200, minimum=10)  # sweeps the expired 300 back
     await ledger.settle(slow, 250)  # the slow call finished after all: its usage still counts
-    assert by_key(await ledger.snapshot(limits))[limits[0].key] == (250, 200)
+    # ...on its own day's counter: at a day's last second the slow call was yesterday's.
+    same_day = slow.day == other.day
+    slow_today = 250 if same_day else 0
+    assert by_key(await ledger.snapshot(limits))[limits[0].key] == (slow_today, 200)
     await ledger.settle(other, 100)
-    assert by_key(await ledger.snapshot(limits))[limits[0].key] == (350, 0)
+    assert by_key(await ledger.snapshot(limits))[limits[0].key] == (slow_today + 100, 0)
+    clock.advance(minutes=-2)
+    assert by_key(await ledger.snapshot(limits))[limits[0].key] == (350 if same_day else 250, 0)
 
 
 async def test_budget_exhausted_says_what_the_request_needed(ledger: QuotaLedger) -> None:
