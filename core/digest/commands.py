@@ -19,7 +19,7 @@ from core.commands import Command, CommandContext
 from core.digest import messages
 from core.digest.kinds import KINDS
 from core.digest.runner import DigestRunner, encode_roles, schedule_of
-from core.digest.schedule import PRESETS, ScheduleError, parse_schedule, zone
+from core.digest.schedule import PRESETS, ScheduleError, iana_zone, parse_schedule
 from core.digest.store import DigestStore
 from core.request import Reply
 from core.store.models import DigestSubscription
@@ -105,7 +105,8 @@ def digest_commands(store: DigestStore, runner: DigestRunner) -> list[Command]:
             ctx.session.require("tts")
         if options["--repo"] and not KINDS[kind].needs_repo:
             raise _Usage(f"`--repo` applies to repo-changes digests, not {kind}.")
-        if options["--repo"] and not ctx.session.allows_repo(options["--repo"]):
+        # Only a repository of the registry that this channel may read, by its exact name.
+        if options["--repo"] and await runner.repos.find(ctx.session, options["--repo"]) is None:
             return Reply(
                 f"There is no repository `{options['--repo'][:64]}` here.", ok=False, ephemeral=True
             )
@@ -152,8 +153,11 @@ def digest_commands(store: DigestStore, runner: DigestRunner) -> list[Command]:
             if sub.paused:
                 when = "paused"
             else:
-                s = schedule_of(sub)
-                when = "next " + _when(s.next_after(ctx.now).astimezone(s.zone), ctx.now)
+                try:
+                    s = schedule_of(sub)
+                    when = "next " + _when(s.next_after(ctx.now).astimezone(s.zone), ctx.now)
+                except ScheduleError as exc:  # stored before today's checks
+                    when = f"cannot run: {str(exc)[:200]}"
             lines.append(f"- #{sub.id} {_describe(sub)} — {when}")
         return Reply("\n".join(lines), ephemeral=True)
 
@@ -186,7 +190,7 @@ def digest_commands(store: DigestStore, runner: DigestRunner) -> list[Command]:
             current = await store.tenant_zone(who.platform, who.tenant) or "UTC (not set)"
             return Reply(f"Default time zone for digests here: {current}.", ephemeral=True)
         try:
-            name = str(zone(words[0]))
+            name = str(iana_zone(words[0]))
         except ScheduleError as exc:
             raise _Usage(f"{exc}.") from None
         await store.set_tenant_zone(who.platform, who.tenant, name, who.user)

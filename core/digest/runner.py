@@ -155,7 +155,7 @@ class DigestRunner:
         self.owner = owner
         self.grace = grace
         self._db = db
-        self._repos = repos
+        self.repos = repos
         self._policy = policy
         self._quotas = quotas
         self._usage = usage
@@ -298,7 +298,7 @@ class DigestRunner:
             # Posted all the same: a digest that silently stops would look like a quiet period.
             text = f"**{title}**\n\n{messages.owner_may_not_read(missing)}"
             return Digest(title=title, text=text, empty=False, refused=tuple(missing))
-        ctx = DigestContext(sub, session, start, end, self._db, self._repos)
+        ctx = DigestContext(sub, session, start, end, self._db, self.repos)
         content = await kind.collect(ctx)
         if content.empty:
             body = "Nothing new in this period."

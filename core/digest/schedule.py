@@ -19,7 +19,7 @@ import itertools
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from apscheduler.triggers.cron import CronTrigger
 
@@ -41,14 +41,43 @@ class ScheduleError(ValueError):
     """A schedule or time zone that cannot be used; the message says why."""
 
 
+def _unknown_zone(name: str) -> ScheduleError:
+    return ScheduleError(
+        f"unknown time zone {name.strip()[:64]!r}: use an IANA name such as Europe/Berlin, "
+        "America/New_York or UTC"
+    )
+
+
 def zone(name: str) -> ZoneInfo:
+    """The zone a stored subscription names (checked by `iana_zone` when it was given)."""
     try:
         return ZoneInfo(name.strip())
     except (ZoneInfoNotFoundError, ValueError):
-        raise ScheduleError(
-            f"unknown time zone {name.strip()[:64]!r}: use an IANA name such as Europe/Berlin, "
-            "America/New_York or UTC"
-        ) from None
+        raise _unknown_zone(name) from None
+
+
+# Files of the zone database that are not zones people live in: `localtime` is this machine's
+# own zone, `Factory` a placeholder, `posixrules` a template for POSIX TZ strings.
+_NOT_ZONES = frozenset({"localtime", "Factory", "posixrules"})
+
+
+@functools.cache
+def _iana_names() -> frozenset[str]:
+    return frozenset(
+        name
+        for name in available_timezones()
+        if name not in _NOT_ZONES
+        and ".." not in name
+        and not name.startswith(("/", "posix/", "right/"))
+    )
+
+
+def iana_zone(name: str) -> ZoneInfo:
+    """A zone a person gives (`--tz`, `/digest timezone`): only a real IANA name, exactly as
+    the zone database spells it; never a file path, nor this machine's `localtime`."""
+    if name.strip() not in _iana_names():
+        raise _unknown_zone(name)
+    return zone(name)
 
 
 def _dow_part(part: str) -> set[int]:
@@ -259,7 +288,7 @@ def parse_schedule(text: str, tz: str) -> Schedule:
     """`daily`, `weekdays`, `weekly`, `hourly` or a 5-field cron -> Schedule (validated)."""
     spec = " ".join(text.strip().strip("\"'").split())
     cron = PRESETS.get(spec.lower(), spec)
-    zone(tz)
+    iana_zone(tz)
     if not re.fullmatch(r"[0-9A-Za-z*/,\- ]+", cron):
         raise ScheduleError(f"bad cron expression {spec[:64]!r}")
     return Schedule(cron, tz.strip())

@@ -200,3 +200,32 @@ async def test_a_memory_digest_whose_owner_lost_memory_read_says_so_instead(
     assert "PRIVATE" not in row.text and "(`memory.read`)" in row.text
     [run] = await later.digests.store.runs(1)
     assert run.state == "posted" and "memory.read" in run.detail
+
+
+# -- 16. real IANA zones only; repositories only as the registry names them ----------------------
+
+
+@pytest.mark.parametrize("name", ["localtime", "Factory", "posixrules", "../Europe/Paris"])
+async def test_zones_that_are_not_iana_names_are_refused(
+    make_app: Callable[..., App], name: str
+) -> None:
+    app = make_app()
+    added = await send(app, f"/digest add daily activity --tz {name}")
+    assert not added.ok and "unknown time zone" in added.text
+    admin = ("lead", "admin")
+    tenant = await send(app, f"/digest timezone {name}", roles=admin)
+    assert not tenant.ok and "unknown time zone" in tenant.text
+    assert await subscriptions(app) == []
+    assert (await send(app, "/digest add daily activity --tz Europe/Paris")).ok
+
+
+@pytest.mark.parametrize("name", ["../x", "api/../../etc", "/srv/api", "nosuchrepo", "API"])
+async def test_repos_are_only_the_registrys_names(
+    make_app: Callable[..., App], clock: Clock, tmp_path: Path, name: str
+) -> None:
+    app = make_app()
+    await app.repos.register(str(secret_repo(tmp_path, clock)), "api")
+    refused = await send(app, f"/digest add daily repo-changes --repo {name}")
+    assert not refused.ok and "There is no repository" in refused.text
+    assert await subscriptions(app) == []
+    assert (await send(app, "/digest add daily repo-changes --repo api")).ok

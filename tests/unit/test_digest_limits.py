@@ -50,3 +50,17 @@ def test_every_gap_of_the_period_is_checked(cron: str, where: str) -> None:
 )
 def test_schedules_five_minutes_apart_everywhere_are_accepted(cron: str) -> None:
     parse_schedule(f'"{cron}"', "UTC").check_interval(NOW)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["localtime", "Factory", "posixrules", "../UTC", "Europe/../UTC", "/etc/localtime", "UTC/"],
+)
+def test_only_real_iana_zones_are_accepted(name: str) -> None:
+    with pytest.raises(ScheduleError, match="unknown time zone"):
+        parse_schedule("daily", name)
+
+
+@pytest.mark.parametrize("name", ["UTC", "Europe/Berlin", "America/Argentina/Buenos_Aires"])
+def test_iana_zones_are_accepted(name: str) -> None:
+    assert parse_schedule("daily", name).tz == name
