@@ -3,15 +3,22 @@
 `Core.handle` opens a `request_scope`; every log record made while it runs (in tasks it starts
 too: asyncio copies the context) carries those four fields through `RequestContextFilter`, so
 JSON logs can be filtered per request. Only identifiers go here, never message text.
+
+What a request starts but does not own (a server, a reaper that outlives it) runs in a fresh
+context through `detached`, or its log lines would name that request for good.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import Context, ContextVar
 from dataclasses import dataclass
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +40,12 @@ def request_scope(context: RequestContext) -> Iterator[None]:
         yield
     finally:
         _current.reset(token)
+
+
+def detached(coro: Coroutine[Any, Any, T], *, name: str | None = None) -> asyncio.Task[T]:
+    """A task run outside any request's context (an empty one), for work that outlives the
+    request that happens to start it."""
+    return asyncio.get_running_loop().create_task(coro, name=name, context=Context())
 
 
 class RequestContextFilter(logging.Filter):

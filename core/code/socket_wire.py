@@ -1,13 +1,19 @@
 """The light half of the vector store socket (`core.code.store_socket`): where the socket and
 token file of a shard are, the framing (a 4-byte big-endian length and a JSON object), and a
 small synchronous client. Standard library only, so that `threadline search` can ask the bot
-before importing anything heavy."""
+before importing anything heavy.
+
+A frame is checked before it is parsed: its announced size against the caller's limit (a
+greeting, read before the token is checked, gets a small one), then how deeply its arrays and
+objects nest (`json` recurses once per level: thousands of `[` would raise `RecursionError`).
+Both failures are `BadFrame`, a `ValueError`."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import re
 import socket
 import struct
 from collections.abc import Iterator, Mapping
@@ -15,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 MAX_FRAME = 256 * 1024 * 1024
+MAX_HELLO = 4 * 1024  # the greeting: a token, read before anyone is authenticated
+MAX_DEPTH = 64  # arrays and objects inside each other; the protocol itself needs about 6
 CONNECT_TIMEOUT = 2.0
 SOCKET_SUFFIX = ".sock"
 TOKEN_SUFFIX = ".token"
@@ -25,6 +33,15 @@ _MAX_SUN_PATH = 100
 
 class Refused(Exception):
     """The holder did not let this process in (a wrong token, another user)."""
+
+
+class BadFrame(ValueError):
+    """A frame that is too large, nested too deeply or not a JSON object; the message says
+    which, and is safe to send back."""
+
+
+# A JSON string (brackets inside it do not nest), or one bracket.
+_NESTING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 
 
 def socket_path(shard: Path) -> Path:
@@ -58,17 +75,38 @@ def frame(message: Mapping[str, Any]) -> bytes:
     return HEADER.pack(len(body)) + body
 
 
+def check_depth(body: bytes, limit: int = MAX_DEPTH) -> None:
+    """Raise `BadFrame` if arrays and objects nest more than `limit` deep in `body`."""
+    if body.count(b"[") + body.count(b"{") <= limit:
+        return  # the common case, at C speed: too few brackets to nest that deep
+    depth = 0
+    for match in _NESTING.finditer(body):
+        token = match.group()
+        if token in (b"[", b"{"):
+            depth += 1
+            if depth > limit:
+                raise BadFrame(f"nested more than {limit} levels deep")
+        elif token in (b"]", b"}"):
+            depth -= 1
+
+
 def unframe(body: bytes) -> dict[str, Any]:
-    message = json.loads(body)
+    check_depth(body)
+    try:
+        message = json.loads(body)
+    except RecursionError:  # not expected after check_depth; never let it escape
+        raise BadFrame(f"nested more than {MAX_DEPTH} levels deep") from None
+    except ValueError as exc:
+        raise BadFrame(f"not JSON ({exc})") from None
     if not isinstance(message, dict):
-        raise ValueError("a frame must hold a JSON object")
+        raise BadFrame("a frame must hold a JSON object")
     return message
 
 
-def frame_size(header: bytes) -> int:
+def frame_size(header: bytes, limit: int = MAX_FRAME) -> int:
     (size,) = HEADER.unpack(header)
-    if size > MAX_FRAME:
-        raise ValueError(f"frame of {size} bytes")
+    if size > limit:
+        raise BadFrame(f"frame of {size} bytes (at most {limit} here)")
     return int(size)
 
 

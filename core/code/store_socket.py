@@ -14,7 +14,13 @@ the function): `threadline search` asks for it first, with the light client of
 Only the local operator gets in: the socket is mode 0600, each connection must present the
 token the holder wrote to `<collection>.token` (mode 0600, new for every holder), and on Linux
 the peer must run as the same user (SO_PEERCRED). Frames are a 4-byte big-endian length and a
-JSON object; dense vectors travel as base64 float32.
+JSON object; dense vectors travel as base64 float32. A frame that is too large (the greeting may
+hold 4 KiB: it is read before the token is checked), nested too deeply, or a request with a
+field out of range (a negative limit, an id beyond 64 bits) is answered `ok: false` with the
+reason, and the connection is closed.
+
+The server runs outside any request's context: the store opens on first use, often inside a
+request, and its connections' log lines must not carry that request's id, tenant and channel.
 
 A holder that goes away (stopped, crashed) leaves the caller with `HolderGone`: the caller opens
 the store again, and then holds it itself (`core.code.search.CodeSearch` does this).
@@ -42,6 +48,8 @@ from core.code.socket_wire import (
     CONNECT_TIMEOUT,
     HEADER,
     MAX_FRAME,
+    MAX_HELLO,
+    BadFrame,
     Refused,
     addressable,
     available,
@@ -63,6 +71,7 @@ from core.code.vector_query import (
     VectorStoreError,
     Where,
 )
+from core.logcontext import detached
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +104,23 @@ class UnknownRepository(Exception):
         self.known = list(known)
 
 
+MAX_LIMIT = 10_000  # results a query or a whole search may ask for (searches use at most 60)
+MAX_POINT_ID = 2**64 - 1  # Qdrant's numeric ids are unsigned 64-bit
+MAX_SPARSE_INDEX = 2**32 - 1
+
+
+class BadRequest(ValueError):
+    """A request with a field missing, of the wrong type or out of range; safe to send back."""
+
+
+def _bounded(value: Any, what: str, low: int, high: int) -> int:
+    """`value` if it is an integer in [low, high]: the engine converts to fixed-width integers
+    and raises `OverflowError` (not a `ValueError`) on anything else."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise BadRequest(f"{what} must be an integer from {low} to {high}")
+    return value
+
+
 # The holder's whole search: query, repository names (None: all), k, roles (None: all) -> the
 # answer's fields (`repos`: the names searched, `results`: rows). Raises `UnknownRepository`.
 SearchFunction = Callable[
@@ -108,8 +134,8 @@ async def _send(writer: asyncio.StreamWriter, message: Mapping[str, Any]) -> Non
     await writer.drain()
 
 
-async def _receive(reader: asyncio.StreamReader) -> dict[str, Any]:
-    size = frame_size(await reader.readexactly(HEADER.size))
+async def _receive(reader: asyncio.StreamReader, limit: int = MAX_FRAME) -> dict[str, Any]:
+    size = frame_size(await reader.readexactly(HEADER.size), limit)
     return unframe(await reader.readexactly(size))
 
 
@@ -128,10 +154,17 @@ def _vector_json(vector: list[float] | SparseQuery) -> dict[str, Any]:
     return {"dense": _floats(vector)}
 
 
+def _sparse(data: Mapping[str, Any]) -> SparseQuery:
+    return SparseQuery(
+        [_bounded(i, "a sparse index", 0, MAX_SPARSE_INDEX) for i in data["indices"]],
+        [float(v) for v in data["values"]],
+    )
+
+
 def _vector(data: Mapping[str, Any]) -> list[float] | SparseQuery:
     if "dense" in data:
         return _unfloats(data["dense"])
-    return SparseQuery([int(i) for i in data["indices"]], [float(v) for v in data["values"]])
+    return _sparse(data)
 
 
 def _tuple(values: Sequence[str] | None) -> tuple[str, ...] | None:
@@ -170,13 +203,13 @@ def plan_from_json(data: Mapping[str, Any]) -> QueryPlan:
                 using,
                 _vector(leg["vector"]),
                 Where(_tuple(where["repos"]), _tuple(where["roles"]), _tuple(where["names"])),
-                int(leg["limit"]),
+                _bounded(leg["limit"], "limit", 1, MAX_LIMIT),
             )
         )
     weights = data["fusion_weights"]
     return QueryPlan(
         tuple(legs),
-        int(data["limit"]),
+        _bounded(data["limit"], "limit", 1, MAX_LIMIT),
         tuple(float(w) for w in weights) if weights is not None else None,
     )
 
@@ -191,17 +224,16 @@ def _point_json(p: PointData) -> dict[str, Any]:
 
 
 def _point(data: Mapping[str, Any]) -> PointData:
-    sparse = data["sparse"]
     return PointData(
-        int(data["id"]),
+        _bounded(data["id"], "a point id", 0, MAX_POINT_ID),
         _unfloats(data["dense"]),
-        SparseQuery([int(i) for i in sparse["indices"]], [float(v) for v in sparse["values"]]),
+        _sparse(data["sparse"]),
         dict(data["payload"]),
     )
 
 
 def _ids(values: Sequence[Any]) -> list[int]:
-    return [int(v) for v in values]
+    return [_bounded(v, "a point id", 0, MAX_POINT_ID) for v in values]
 
 
 # -- the holder's side ----------------------------------------------------------------------------
@@ -241,8 +273,10 @@ class StoreServer:
             out.write(self._token)
         tmp.replace(self._token_file)
         with addressable(self._socket) as address:
-            self._server = await asyncio.start_unix_server(
-                self._serve, path=address, limit=MAX_FRAME
+            # In a fresh context: the listening socket's callbacks and every connection's task
+            # would otherwise copy the context of whoever opened the store (a request).
+            self._server = await detached(
+                asyncio.start_unix_server(self._serve, path=address, limit=MAX_FRAME)
             )
         os.chmod(self._socket, 0o600)
 
@@ -263,27 +297,64 @@ class StoreServer:
         assert task is not None
         self._clients.add(task)
         try:
-            hello = await _receive(reader)
-            token = str(hello.get("token", ""))
-            if not (_peer_is_us(writer) and hmac.compare_digest(token, self._token)):
-                await _send(writer, {"ok": False, "error": "not authorised"})
-                return
-            await _send(writer, {"ok": True})
-            while True:
-                try:
-                    request = await _receive(reader)
-                except asyncio.IncompleteReadError:
-                    return  # the client is done
-                await _send(writer, await self._answer(request))
-        except (OSError, ValueError, asyncio.IncompleteReadError) as exc:
+            await self._converse(reader, writer)
+        except (OSError, asyncio.IncompleteReadError) as exc:
             log.debug("vector store client dropped: %s", exc)
+        except asyncio.CancelledError:
+            # `close()` ends connections this way; ending the task normally keeps asyncio's
+            # stream callback (3.11 asks a cancelled task for its exception) from logging it.
+            pass
+        except Exception:
+            log.exception("vector store socket: a request failed")
+            with contextlib.suppress(OSError):
+                await _send(writer, {"ok": False, "error": "the holder failed"})
         finally:
             self._clients.discard(task)
             writer.close()
             with contextlib.suppress(OSError):
                 await writer.wait_closed()
 
+    async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """The greeting, then requests until the client hangs up; the connection ends at the
+        first bad frame or bad request, after an answer saying what was wrong."""
+        try:
+            hello = await _receive(reader, MAX_HELLO)
+        except BadFrame as exc:
+            await self._refuse(writer, f"bad frame: {exc}")
+            return
+        token = hello.get("token")
+        if not (
+            isinstance(token, str)
+            and _peer_is_us(writer)
+            and hmac.compare_digest(token.encode(), self._token.encode())
+        ):
+            await _send(writer, {"ok": False, "error": "not authorised"})
+            return
+        await _send(writer, {"ok": True})
+        while True:
+            try:
+                request = await _receive(reader)
+            except asyncio.IncompleteReadError:
+                return  # the client is done
+            except BadFrame as exc:
+                await self._refuse(writer, f"bad frame: {exc}")
+                return
+            try:
+                answer = await self._answer(request)
+            except (KeyError, TypeError, ValueError, OverflowError) as exc:
+                detail = str(exc) if isinstance(exc, BadRequest) else repr(exc)
+                await self._refuse(writer, f"bad request: {detail}")
+                return
+            await _send(writer, answer)
+
+    @staticmethod
+    async def _refuse(writer: asyncio.StreamWriter, error: str) -> None:
+        log.info("vector store socket: %s; connection closed", error)
+        await _send(writer, {"ok": False, "error": error})
+
     async def _answer(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """The answer to one request. Raises `BadRequest` (or a KeyError, TypeError,
+        ValueError, OverflowError) for a malformed one."""
         b = self._backend
         op = request.get("op")
         try:
@@ -310,14 +381,11 @@ class StoreServer:
             return {"ok": True}
         except VectorStoreError as exc:
             return {"ok": False, "error": str(exc)}
-        except (KeyError, TypeError, ValueError) as exc:
-            return {"ok": False, "error": f"bad request: {exc!r}"}
 
     @staticmethod
     async def _whole_search(search: SearchFunction, request: Mapping[str, Any]) -> dict[str, Any]:
-        repos, roles, k = request["repos"], request["roles"], request["k"]
-        if not isinstance(k, int) or isinstance(k, bool):
-            raise TypeError("k must be an integer")
+        repos, roles = request["repos"], request["roles"]
+        k = _bounded(request["k"], "k", 1, MAX_LIMIT)
         try:
             found = await search(
                 str(request["query"]),

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.logcontext import detached
 from core.tts.audio import Audio
 from core.tts.engine import EngineUnavailable, Segment, SynthesisError
 
@@ -114,7 +115,8 @@ class LocalEngine:
             self._idle = idle
             self._last_used = time.monotonic()
             if self.idle_timeout > 0 and (self._reaper is None or self._reaper.done()):
-                self._reaper = asyncio.create_task(self._stop_when_idle())
+                # Outlives the request that started the workers: not that request's log lines.
+                self._reaper = detached(self._stop_when_idle(), name=f"{self.engine}-reaper")
 
     async def _stop_when_idle(self) -> None:
         """Stop the workers once no request has used them for `idle_timeout` seconds; the
