@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from bot.shutdown import Shutdown
     from config.settings import Settings
     from core.digest.scheduler import DigestScheduler
+    from core.request import Request
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
 
@@ -398,15 +399,37 @@ def _identity(args: argparse.Namespace) -> ConsoleIdentity:
 
 
 async def _ask(app: App, args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from adapters.console.translate import render_json, render_text, save_attachments, to_request
 
-    reply = await app.core.handle(to_request(args.text, _identity(args)))
+    request = to_request(args.text, _identity(args))
+    notices = await _connect_mcp(app, request)
+    reply = await app.core.handle(request)
+    if notices:
+        reply = replace(reply, notices=(*reply.notices, *notices))
     saved = save_attachments(reply, app.settings.data_dir / "attachments")
     if args.json:
         print(json.dumps(render_json(reply, saved), ensure_ascii=False))
     else:
         print(render_text(reply, saved))
     return EXIT_OK if reply.ok else EXIT_FAILED
+
+
+async def _connect_mcp(app: App, request: Request) -> list[str]:
+    """A one-shot question connects the MCP servers its conversation may use (a long-running
+    command connects them all in the background), waiting up to their connect timeouts; the
+    reply's notices name those not ready. Commands that never reach the model wait for none."""
+    from core import commands as cmd
+    from core.mcp.commands import not_ready_notice
+    from core.session import open_session
+
+    parsed = cmd.parse(request.text)
+    if parsed is not None and parsed.name not in ("ask", "mcp"):
+        if app.core.commands.get(parsed.name) is not None:
+            return []  # a command (not a skill run by name): no tools involved
+    names = app.mcp.usable_by(open_session(request, app.core.policy))
+    return [not_ready_notice(state) for state in await app.mcp.connect(names)]
 
 
 async def _chat(app: App, who: ConsoleIdentity) -> int:

@@ -113,6 +113,15 @@ def _status(state: ServerState, now: datetime) -> str:
     return f"failed ({state.reason}){retry}"
 
 
+def not_ready_notice(state: ServerState) -> str:
+    """For a one-shot request (`threadline ask`) that went ahead without this server."""
+    why = f": {state.reason}" if state.reason else ""
+    return (
+        f"MCP server `{state.name}` was not ready ({state.status}{why}); "
+        "its tools were not offered."
+    )
+
+
 async def _diff(manager: McpManager, name: str) -> str:
     changes = await manager.pins.pending(name)
     if not changes:

@@ -16,7 +16,7 @@ import json
 import logging
 import os
 import random
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -29,6 +29,7 @@ from core.errors import ToolError
 from core.mcp.config import McpServerSettings
 from core.mcp.pins import UNAPPROVED, PinStatus, PinStore, canonical
 from core.mcp.schema import MAX_SCHEMA_DEPTH, SchemaTooDeep, depth, offered_schema
+from core.session import ToolSession
 from core.tools.context import ToolContext
 from core.tools.registry import JsonArgs, Tool, ToolRegistry
 
@@ -74,6 +75,7 @@ class ServerState:
     client: Any = None  # mcp.Client while connected
     broken: asyncio.Event = field(default_factory=asyncio.Event)
     ready: asyncio.Event = field(default_factory=asyncio.Event)  # set while status is "ready"
+    tried: asyncio.Event = field(default_factory=asyncio.Event)  # the first attempt has ended
     fingerprint: str = ""  # of the last listing, to notice a change while connected
     in_flight: int = 0  # calls running: a server busy with them may answer a ping late
     listings: int = 0  # tool listings checked since start (tests wait on the watch loop)
@@ -197,20 +199,44 @@ class McpManager:
 
     # -- life cycle ---------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Connect every server in the background; returns at once."""
-        if self._tasks:
-            return
+    def start(self, names: Iterable[str] | None = None) -> None:
+        """Connect every server (or those of `names`) in the background; returns at once."""
         loop = asyncio.get_running_loop()
-        for name in self.servers:
+        for name in self.servers if names is None else names:
+            if name in self._wake or name not in self.servers:
+                continue  # already started (or not configured)
             self._wake[name] = asyncio.Event()
             self._tasks.append(loop.create_task(self._keep(name), name=f"mcp:{name}"))
+
+    def usable_by(self, session: ToolSession) -> list[str]:
+        """The servers some tool of which `session` may use (`mcp:NAME` or `mcp:NAME.tool`)."""
+        return [
+            name
+            for name in self.servers
+            if any(p == f"mcp:{name}" or p.startswith(f"mcp:{name}.") for p in session.permissions)
+        ]
+
+    async def connect(self, names: Iterable[str]) -> list[ServerState]:
+        """For one-shot commands (`threadline ask`): start `names` and wait until each is ready
+        or its first attempt failed, at most its connect timeout; returns those not ready."""
+        wanted = [self.servers[n] for n in names if n in self.servers]
+        self.start(s.name for s in wanted)
+
+        async def settle(state: ServerState) -> None:
+            # A little over the attempt's own timeout: starting the process is not in it.
+            with suppress(TimeoutError):
+                async with asyncio.timeout(state.config.connect_timeout + 5.0):
+                    await state.tried.wait()
+
+        await asyncio.gather(*(settle(s) for s in wanted))
+        return [s for s in wanted if s.status != "ready"]
 
     async def aclose(self) -> None:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        self._wake.clear()
 
     async def wait_ready(self, name: str) -> ServerState:
         """For tests and the benchmark: wait until `name` is ready (wrap it in a timeout)."""
@@ -238,6 +264,7 @@ class McpManager:
             delay = self._backoff.delay(state.failures)
             state.status, state.reason = "failed", reason
             state.retry_at = self._clock() + timedelta(seconds=delay)
+            state.tried.set()
             if state.failures == 1:  # reported once per outage; recovery is logged too
                 log.warning("MCP server %s unavailable: %s (retrying with backoff)", name, reason)
             else:
@@ -266,6 +293,7 @@ class McpManager:
             state.client = client
             state.status, state.reason = "ready", ""
             state.ready.set()
+            state.tried.set()
             if state.failures:
                 log.info("MCP server %s is back (%d tools)", state.name, len(state.tools))
             state.failures = 0
