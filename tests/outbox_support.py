@@ -1,27 +1,15 @@
-"""Helpers for outbox tests: a controllable clock, an outbox that can be waited on, one
+"""Helpers for outbox tests: an outbox that can be waited on, one
 claim-and-deliver pass, and a simulated crash."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
 
 from core.outbox import DeliveryError, Outbox, OutboxItem, OutboxState
+from tests.clocks import Clock
 
-
-class Clock:
-    """What every component sees as now; `advance` moves it. Starts at the real time, since
-    the fakes stamp messages with the real time and deliveries read history since enqueueing."""
-
-    def __init__(self, start: datetime | None = None) -> None:
-        self.at = start or datetime.now(UTC)
-
-    def __call__(self) -> datetime:
-        return self.at
-
-    def advance(self, **delta: float) -> None:
-        self.at += timedelta(**delta)
+__all__ = ["Clock", "Crash", "WatchedOutbox", "crash_on_record", "deliver_due"]
 
 
 class WatchedOutbox(Outbox):

@@ -58,7 +58,10 @@ class FakeSlack:
     bot_id = "B0THREADLINE"
     team_id = "T0HOME"
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] | None = None) -> None:
+        # Message timestamps come from Slack's clock, here the real one (processes under test
+        # read theirs), or the test's pinned clock when the bot under test is given one.
+        self.clock: Callable[[], float] = clock or time.time
         self._calls: list[Call] = []
         self._cond = threading.Condition()
         self._failures: dict[str, list[_Failure]] = {}
@@ -261,7 +264,7 @@ class FakeSlack:
         return queue.pop(0)
 
     def _new_ts(self) -> str:
-        return f"{int(time.time())}.{next(self._ts):06d}"
+        return f"{int(self.clock())}.{next(self._ts):06d}"
 
     def _m_auth_test(self, _: dict[str, Any]) -> dict[str, Any]:
         return {

@@ -7,7 +7,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -23,19 +23,7 @@ from core.outbox import (
     owner_id,
 )
 from core.request import Attachment
-
-
-class Clock:
-    """A controllable clock: `now()` is what every component sees; `advance` moves it."""
-
-    def __init__(self, start: datetime | None = None) -> None:
-        self.at = start or datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.at
-
-    def advance(self, **delta: float) -> None:
-        self.at += timedelta(**delta)
+from tests.clocks import Clock, at_every_instant
 
 
 def msg(key: str, *, platform: str = "slack", text: str = "hello", **more: Any) -> OutboxMessage:
@@ -50,8 +38,9 @@ async def status(key: str, outbox: Outbox) -> tuple[str, int, str | None] | None
     return state.state, state.attempts, state.message_ref or state.last_error
 
 
-async def test_enqueueing_a_key_twice_stores_it_once(open_db: Callable[[], Any]) -> None:
-    clock = Clock()
+async def test_enqueueing_a_key_twice_stores_it_once(
+    open_db: Callable[[], Any], clock: Clock
+) -> None:
     outbox = Outbox(open_db(), clock)
     voice = Attachment("audio", "digest.ogg", b"\x00OggS\xff", "audio/ogg")
     first = msg("digest:1:2026-03-02T09:00", title="Daily digest", attachments=(voice,))
@@ -76,8 +65,10 @@ def test_a_message_is_checked_when_made() -> None:
         msg("k", text="  ")
 
 
-async def test_claims_are_exclusive_and_leases_expire(open_db: Callable[[], Any]) -> None:
-    clock = Clock()
+@at_every_instant
+async def test_claims_are_exclusive_and_leases_expire(
+    open_db: Callable[[], Any], clock: Clock
+) -> None:
     db = open_db()
     a, b = Outbox(db, clock), Outbox(open_db(), clock)
     for i in range(3):
@@ -100,15 +91,17 @@ async def test_claims_are_exclusive_and_leases_expire(open_db: Callable[[], Any]
     assert await status("k0", a) == ("pending", 2, None)
 
 
-async def test_two_concurrent_claimers_on_postgresql_get_disjoint_rows(pg_url: str) -> None:
+async def test_two_concurrent_claimers_on_postgresql_get_disjoint_rows(
+    pg_url: str, clock: Clock
+) -> None:
     from core.store.engine import Database
 
     dbs = [Database(pg_url) for _ in range(4)]
     try:
-        outbox = Outbox(dbs[0])
+        outbox = Outbox(dbs[0], clock)
         for i in range(60):
             await outbox.enqueue(msg(f"race-{i}"))
-        claimers = [Outbox(db) for db in dbs]
+        claimers = [Outbox(db, clock) for db in dbs]
 
         async def claim_all(n: int) -> list[int]:
             got: list[int] = []
@@ -125,10 +118,10 @@ async def test_two_concurrent_claimers_on_postgresql_get_disjoint_rows(pg_url: s
             await db.dispose()
 
 
+@at_every_instant
 async def test_failures_back_off_exponentially_with_jitter_then_give_up(
-    open_db: Callable[[], Any], caplog: pytest.LogCaptureFixture
+    open_db: Callable[[], Any], caplog: pytest.LogCaptureFixture, clock: Clock
 ) -> None:
-    clock = Clock()
     outbox = Outbox(open_db(), clock, max_attempts=4, rng=random.Random(7))
     await outbox.enqueue(msg("flaky"))
 
@@ -167,18 +160,21 @@ def test_backoff_grows_to_its_cap() -> None:
     assert backoff(500, rng) == BACKOFF_CAP
 
 
-async def test_a_permanent_failure_gives_up_at_once(open_db: Callable[[], Any]) -> None:
-    outbox = Outbox(open_db(), Clock())
+async def test_a_permanent_failure_gives_up_at_once(
+    open_db: Callable[[], Any], clock: Clock
+) -> None:
+    outbox = Outbox(open_db(), clock)
     await outbox.enqueue(msg("gone"))
     (item,) = await outbox.claim("slack", "me")
     await outbox.failed(item, "channel_not_found", retry=False)
     assert await status("gone", outbox) == ("failed", 1, "channel_not_found")
 
 
+@at_every_instant
 async def test_release_hands_leases_back_and_delivered_is_final(
     open_db: Callable[[], Any],
+    clock: Clock,
 ) -> None:
-    clock = Clock()
     outbox = Outbox(open_db(), clock)
     await outbox.enqueue(msg("a"))
     await outbox.enqueue(msg("b"))
@@ -197,10 +193,11 @@ async def test_release_hands_leases_back_and_delivered_is_final(
     assert await outbox.backlog() == 1
 
 
+@at_every_instant
 async def test_drain_delivers_in_order_retries_and_stops_cleanly(
     open_db: Callable[[], Any],
+    clock: Clock,
 ) -> None:
-    clock = Clock()
     outbox = Outbox(open_db(), clock)
     for key in ("one", "two", "three"):
         await outbox.enqueue(msg(key, platform="console"))
@@ -243,8 +240,9 @@ async def test_drain_delivers_in_order_retries_and_stops_cleanly(
 
 async def test_a_shutdown_mid_batch_hands_back_what_was_not_started(
     open_db: Callable[[], Any],
+    clock: Clock,
 ) -> None:
-    outbox = Outbox(open_db())
+    outbox = Outbox(open_db(), clock)
     for key in ("first", "second", "third"):
         await outbox.enqueue(msg(key))
     stop = asyncio.Event()
@@ -263,8 +261,10 @@ async def test_a_shutdown_mid_batch_hands_back_what_was_not_started(
     assert [(i.message.key, i.attempts) for i in taken] == [("second", 0), ("third", 0)]
 
 
-async def test_drain_wakes_up_when_this_process_enqueues(open_db: Callable[[], Any]) -> None:
-    outbox = Outbox(open_db())
+async def test_drain_wakes_up_when_this_process_enqueues(
+    open_db: Callable[[], Any], clock: Clock
+) -> None:
+    outbox = Outbox(open_db(), clock)
     delivered = asyncio.Event()
 
     async def deliver(item: OutboxItem) -> str:
@@ -285,8 +285,9 @@ async def test_drain_wakes_up_when_this_process_enqueues(open_db: Callable[[], A
 
 async def test_a_delivery_cancelled_by_shutdown_is_released_for_another_process(
     open_db: Callable[[], Any],
+    clock: Clock,
 ) -> None:
-    outbox = Outbox(open_db())
+    outbox = Outbox(open_db(), clock)
     await outbox.enqueue(msg("slow"))
     started = asyncio.Event()
 
@@ -306,8 +307,8 @@ async def test_a_delivery_cancelled_by_shutdown_is_released_for_another_process(
 
 async def test_a_given_up_message_can_be_listed_and_queued_again(
     open_db: Callable[[], Any],
+    clock: Clock,
 ) -> None:
-    clock = Clock()
     outbox = Outbox(open_db(), clock)
     await outbox.enqueue(msg("gone"))
     clock.advance(seconds=1)
@@ -323,7 +324,7 @@ async def test_a_given_up_message_can_be_listed_and_queued_again(
     ]
     assert entries[0].last_error == "channel_not_found" and entries[
         0
-    ].created_at == clock.at - timedelta(seconds=1)
+    ].created_at == clock.now - timedelta(seconds=1)
     assert await outbox.retry("gone") is True
     (again,) = await outbox.claim("slack", "me")
     assert (again.message.key, again.attempts) == ("gone", 0)

@@ -39,16 +39,15 @@ class Discord:
 
 
 @pytest.fixture
-async def discord_bot(make_settings: Callable[..., Any]) -> AsyncIterator[Discord]:
+async def discord_bot(make_settings: Callable[..., Any], clock: Clock) -> AsyncIterator[Discord]:
     fake = await FakeDiscord().start()
     settings = make_settings(discord_token=fake.token, discord_api_url=fake.api_url)
-    app = build_app(settings)
+    app = build_app(settings, clock=clock)
     adapter = DiscordAdapter(app.core, DiscordConfig.from_settings(settings, **FAST))
     stop = asyncio.Event()
     task = asyncio.create_task(adapter.run(stop))
     async with asyncio.timeout(15):
         await adapter.wait_ready()
-    clock = Clock()
     try:
         yield Discord(app, adapter, WatchedOutbox(app.db, clock), clock, fake)
     finally:

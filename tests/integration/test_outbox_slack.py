@@ -21,8 +21,8 @@ from tests.outbox_support import Clock, Crash, WatchedOutbox, crash_on_record, d
 
 
 @pytest.fixture
-def fake_slack() -> Iterator[FakeSlack]:
-    fake = FakeSlack().start()
+def fake_slack(clock: Clock) -> Iterator[FakeSlack]:
+    fake = FakeSlack(clock.timestamp).start()  # the look-back compares its ts with the outbox's
     yield fake
     fake.stop()
 
@@ -39,16 +39,17 @@ class Slack:
 
 
 @pytest.fixture
-async def slack(make_settings: Callable[..., Any], fake_slack: FakeSlack) -> AsyncIterator[Slack]:
+async def slack(
+    make_settings: Callable[..., Any], fake_slack: FakeSlack, clock: Clock
+) -> AsyncIterator[Slack]:
     settings = make_settings(
         slack_bot_token=fake_slack.bot_token,
         slack_signing_secret="not-used-here",
         slack_api_url=fake_slack.api_url,
     )
-    app = build_app(settings)
+    app = build_app(settings, clock=clock)
     adapter = build_slack(app, "http")
     await adapter.start()
-    clock = Clock()
     yield Slack(app, adapter, WatchedOutbox(app.db, clock), clock)
     await adapter.aclose()
     await app.aclose()
@@ -256,7 +257,7 @@ async def test_a_channel_the_bot_cannot_post_in_fails_at_once_and_others_give_up
 
 
 async def test_two_processes_draining_one_postgresql_outbox_post_everything_once(
-    make_settings: Callable[..., Any], fake_slack: FakeSlack, pg_url: str
+    make_settings: Callable[..., Any], fake_slack: FakeSlack, pg_url: str, clock: Clock
 ) -> None:
     settings = make_settings(
         database_url=pg_url,
@@ -264,11 +265,10 @@ async def test_two_processes_draining_one_postgresql_outbox_post_everything_once
         slack_signing_secret="not-used-here",
         slack_api_url=fake_slack.api_url,
     )
-    apps = [build_app(settings) for _ in range(2)]  # two processes: own engines, own clients
+    apps = [build_app(settings, clock=clock) for _ in range(2)]  # two processes: own engines
     adapters = [build_slack(app, "http") for app in apps]
     for adapter in adapters:
         await adapter.start()
-    clock = Clock()
     outboxes = [WatchedOutbox(app.db, clock) for app in apps]
     outboxes[1].changed, outboxes[1].outcomes = outboxes[0].changed, outboxes[0].outcomes
     for i in range(20):
