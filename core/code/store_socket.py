@@ -155,10 +155,14 @@ def _vector_json(vector: list[float] | SparseQuery) -> dict[str, Any]:
 
 
 def _sparse(data: Mapping[str, Any]) -> SparseQuery:
-    return SparseQuery(
-        [_bounded(i, "a sparse index", 0, MAX_SPARSE_INDEX) for i in data["indices"]],
-        [float(v) for v in data["values"]],
-    )
+    indices = [_bounded(i, "a sparse index", 0, MAX_SPARSE_INDEX) for i in data["indices"]]
+    values = [float(v) for v in data["values"]]
+    # The engine panics (an exception no `except Exception` catches) on either.
+    if len(indices) != len(values):
+        raise BadRequest("a sparse vector needs as many values as indices")
+    if len(set(indices)) != len(indices):
+        raise BadRequest("a sparse vector may name each index once")
+    return SparseQuery(indices, values)
 
 
 def _vector(data: Mapping[str, Any]) -> list[float] | SparseQuery:

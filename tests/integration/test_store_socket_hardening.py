@@ -172,6 +172,31 @@ async def test_nesting_within_the_limit_is_fine_after_the_token(shard: Path) -> 
                 }
             ],
         },
+        {
+            "op": "upsert",
+            "points": [
+                {
+                    "id": 1,
+                    "dense": dense(),
+                    "sparse": {"indices": [1, 2], "values": [1.0]},
+                    "payload": {},
+                }
+            ],
+        },
+        {
+            "op": "query",
+            "plan": {
+                **plan(5, 5),
+                "legs": [
+                    {
+                        "using": "sparse",
+                        "vector": {"indices": [7, 7], "values": [1.0, 2.0]},
+                        "where": {"repos": None, "roles": None, "names": None},
+                        "limit": 5,
+                    }
+                ],
+            },
+        },
     ],
     ids=[
         "limit-negative",
@@ -183,9 +208,11 @@ async def test_nesting_within_the_limit_is_fine_after_the_token(shard: Path) -> 
         "id-huge",
         "payload-id-negative",
         "sparse-index-negative",
+        "sparse-lengths-differ",
+        "sparse-index-repeated",
     ],
 )
-async def test_numbers_out_of_range_are_a_protocol_error(
+async def test_fields_out_of_range_are_a_protocol_error(
     shard: Path, logged: pytest.LogCaptureFixture, request_: dict[str, Any]
 ) -> None:
     client = await connect(shard)
