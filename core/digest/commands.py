@@ -20,9 +20,9 @@ from core.digest import messages
 from core.digest.kinds import KINDS
 from core.digest.runner import DigestRunner, encode_roles, schedule_of
 from core.digest.schedule import PRESETS, ScheduleError, iana_zone, parse_schedule
-from core.digest.store import DigestStore
+from core.digest.store import MAX_CRON, MAX_REPO, MAX_ZONE, DigestStore, overlong
 from core.request import Reply
-from core.store.models import DigestSubscription
+from core.store.models import DigestSubscription, TenantSetting
 
 USAGE = (
     "Usage: `/digest add SCHEDULE KIND [--tz ZONE] [--skip-empty] [--repo NAME] [--voice]`, "
@@ -89,6 +89,13 @@ def digest_commands(store: DigestStore, runner: DigestRunner) -> list[Command]:
         if len(positional) != 2:
             raise _Usage("Give a schedule and a kind.")
         schedule_text, kind = positional[0], positional[1].lower()
+        for what, given, limit in (
+            ("The schedule", " ".join(schedule_text.strip().strip("\"'").split()), MAX_CRON),
+            ("The time zone", (options["--tz"] or "").strip(), MAX_ZONE),
+            ("The repository name", options["--repo"] or "", MAX_REPO),
+        ):
+            if len(given) > limit:
+                return Reply(messages.too_long(what, len(given), limit), ok=False, ephemeral=True)
         if kind not in KINDS:
             raise _Usage(f"Unknown kind `{kind[:40]}`.")
         missing = KINDS[kind].missing(ctx.session)
@@ -123,21 +130,23 @@ def digest_commands(store: DigestStore, runner: DigestRunner) -> list[Command]:
                 ok=False,
                 ephemeral=True,
             )
-        sub = await store.add(
-            DigestSubscription(
-                platform=who.platform,
-                tenant=who.tenant,
-                channel=who.channel,
-                created_by=who.user,
-                roles=encode_roles(who.roles),
-                kind=kind,
-                cron=schedule.cron,
-                tz=schedule.tz,
-                repo=options["--repo"],
-                skip_empty=flags["--skip-empty"],
-                voice=flags["--voice"],
-            )
+        new = DigestSubscription(
+            platform=who.platform,
+            tenant=who.tenant,
+            channel=who.channel,
+            created_by=who.user,
+            roles=encode_roles(who.roles),
+            kind=kind,
+            cron=schedule.cron,
+            tz=schedule.tz,
+            repo=options["--repo"],
+            skip_empty=flags["--skip-empty"],
+            voice=flags["--voice"],
         )
+        # What the platform handed in (ids) is bounded by the table too.
+        if (long := overlong(DigestSubscription, new.model_dump())) is not None:
+            return Reply(messages.field_too_long(*long), ok=False, ephemeral=True)
+        sub = await store.add(new)
         nxt = schedule.next_after(ctx.now).astimezone(schedule.zone)
         return Reply(
             f"Digest #{sub.id} added: {_describe(sub)}. Next: {_when(nxt, ctx.now)}.",
@@ -189,10 +198,19 @@ def digest_commands(store: DigestStore, runner: DigestRunner) -> list[Command]:
         if not words:
             current = await store.tenant_zone(who.platform, who.tenant) or "UTC (not set)"
             return Reply(f"Default time zone for digests here: {current}.", ephemeral=True)
+        if len(words[0]) > MAX_ZONE:
+            return Reply(
+                messages.too_long("The time zone", len(words[0]), MAX_ZONE),
+                ok=False,
+                ephemeral=True,
+            )
         try:
             name = str(iana_zone(words[0]))
         except ScheduleError as exc:
             raise _Usage(f"{exc}.") from None
+        setting = {"platform": who.platform, "tenant": who.tenant, "updated_by": who.user}
+        if (long := overlong(TenantSetting, setting)) is not None:
+            return Reply(messages.field_too_long(*long), ok=False, ephemeral=True)
         await store.set_tenant_zone(who.platform, who.tenant, name, who.user)
         return Reply(f"New digests here default to {name}.")
 

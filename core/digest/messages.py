@@ -24,3 +24,13 @@ def owner_may_not_read(permissions: Sequence[str]) -> str:
         f"here ({_names(permissions)}). Someone who may can add it again; remove this one with "
         "`/digest remove`."
     )
+
+
+def too_long(what: str, size: int, limit: int) -> str:
+    return f"{what} is {size:,} characters long; at most {limit:,} fit."
+
+
+def field_too_long(field: str, size: int, limit: int) -> str:
+    return (
+        f"This cannot be stored: its `{field}` is {size:,} characters long; at most {limit:,} fit."
+    )

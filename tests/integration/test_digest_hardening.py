@@ -202,6 +202,50 @@ async def test_a_memory_digest_whose_owner_lost_memory_read_says_so_instead(
     assert run.state == "posted" and "memory.read" in run.detail
 
 
+# -- 14. what /digest stores is checked against its columns first --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        (
+            '/digest add "' + "0," * 3000 + '0 9 * * *" activity',
+            "The schedule is 6,009 characters long; at most 128 fit.",
+        ),
+        (
+            "/digest add daily repo-changes --repo " + "r" * 200,
+            "The repository name is 200 characters long; at most 128 fit.",
+        ),
+        (
+            "/digest add daily activity --tz " + "Europe/" * 20,
+            "The time zone is 140 characters long; at most 64 fit.",
+        ),
+    ],
+)
+async def test_overlong_values_are_refused_before_storing(
+    make_app: Callable[..., App], database_url: str, command: str, message: str
+) -> None:
+    app = make_app(database_url=database_url)
+    reply = await send(app, command)
+    assert not reply.ok and message in reply.text, reply.text
+    assert "went wrong" not in reply.text
+    assert await subscriptions(app) == []
+
+
+async def test_overlong_ids_of_the_platform_are_refused_before_storing(
+    make_app: Callable[..., App], database_url: str
+) -> None:
+    app = make_app(database_url=database_url)
+    admin = ("lead", "admin")
+    long_user = "U" * 129
+    reply = await send(app, "/digest add daily activity", user=long_user)
+    assert not reply.ok and "`created_by` is 129 characters long; at most 128 fit" in reply.text
+    zone = await send(app, "/digest timezone Europe/Paris", user=long_user, roles=admin)
+    assert not zone.ok and "`updated_by` is 129 characters long" in zone.text
+    assert await subscriptions(app) == []
+    assert "UTC (not set)" in (await send(app, "/digest timezone", roles=admin)).text
+
+
 # -- 16. real IANA zones only; repositories only as the registry names them ----------------------
 
 
