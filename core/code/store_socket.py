@@ -14,8 +14,9 @@ the function): `threadline search` asks for it first, with the light client of
 Only the local operator gets in: the socket is mode 0600, each connection must present the
 token the holder wrote to `<collection>.token` (mode 0600, new for every holder), and on Linux
 the peer must run as the same user (SO_PEERCRED). Frames are a 4-byte big-endian length and a
-JSON object; dense vectors travel as base64 float32. A frame that is too large (the greeting may
-hold 4 KiB: it is read before the token is checked), nested too deeply, or a request with a
+JSON object; dense vectors travel as base64 float32. A greeting that does not come within
+10 s, a frame that is too large (the greeting may hold 4 KiB: it is read before the token is
+checked), nested too deeply, or a request with a
 field out of range (a negative limit, an id beyond 64 bits) is answered `ok: false` with the
 reason, and the connection is closed.
 
@@ -104,6 +105,7 @@ class UnknownRepository(Exception):
         self.known = list(known)
 
 
+HELLO_TIMEOUT = 10.0  # seconds a new connection has to send its token
 MAX_LIMIT = 10_000  # results a query or a whole search may ask for (searches use at most 60)
 MAX_POINT_ID = 2**64 - 1  # Qdrant's numeric ids are unsigned 64-bit
 MAX_SPARSE_INDEX = 2**32 - 1
@@ -257,9 +259,15 @@ class StoreServer:
     anything heavy)."""
 
     def __init__(
-        self, backend: Backend, shard: Path, *, search: SearchFunction | None = None
+        self,
+        backend: Backend,
+        shard: Path,
+        *,
+        search: SearchFunction | None = None,
+        hello_timeout: float = HELLO_TIMEOUT,
     ) -> None:
         self._backend = backend
+        self._hello_timeout = hello_timeout
         self._search = search
         self._socket = socket_path(shard)
         self._token_file = token_path(shard)
@@ -322,9 +330,12 @@ class StoreServer:
         """The greeting, then requests until the client hangs up; the connection ends at the
         first bad frame or bad request, after an answer saying what was wrong."""
         try:
-            hello = await _receive(reader, MAX_HELLO)
+            hello = await asyncio.wait_for(_receive(reader, MAX_HELLO), self._hello_timeout)
         except BadFrame as exc:
             await self._refuse(writer, f"bad frame: {exc}")
+            return
+        except TimeoutError:
+            await self._refuse(writer, f"no greeting within {self._hello_timeout:g} s")
             return
         token = hello.get("token")
         if not (

@@ -239,3 +239,23 @@ async def test_log_lines_do_not_carry_an_unrelated_request(
     for record in mine:
         assert getattr(record, "request_id", None) is None, record.getMessage()
         assert getattr(record, "tenant", None) is None, record.getMessage()
+
+
+async def test_a_client_that_never_greets_is_let_go(
+    tmp_path: Path, logged: pytest.LogCaptureFixture
+) -> None:
+    """Connections that never send their token would otherwise each hold a task for good."""
+    path = tmp_path / "quiet"
+    backend = await asyncio.to_thread(EdgeBackend.open, path, DIMENSION)
+    server = StoreServer(backend, path, hello_timeout=0.2)
+    await server.start()
+    try:
+        client = await connect(path, hello=False)
+        answer = await client.answer()
+        assert answer["ok"] is False and "no greeting" in answer["error"], answer
+        assert await client.closed()
+        await client.aclose()
+    finally:
+        await server.close()
+        await backend.close()
+    no_tracebacks(logged)
