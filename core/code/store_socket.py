@@ -16,9 +16,8 @@ token the holder wrote to `<collection>.token` (mode 0600, new for every holder)
 the peer must run as the same user (SO_PEERCRED). Frames are a 4-byte big-endian length and a
 JSON object; dense vectors travel as base64 float32. A greeting that does not come within
 10 s, a frame that is too large (the greeting may hold 4 KiB: it is read before the token is
-checked), nested too deeply, or a request with a
-field out of range (a negative limit, an id beyond 64 bits) is answered `ok: false` with the
-reason, and the connection is closed.
+checked) or nested too deeply, and a request with a field out of range (a negative limit, an
+id beyond 64 bits) are answered `ok: false` with the reason, and the connection is closed.
 
 The server runs outside any request's context: the store opens on first use, often inside a
 request, and its connections' log lines must not carry that request's id, tenant and channel.
