@@ -15,7 +15,14 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.store.schema import DERIVED_TABLES, SchemaChange, SchemaError, SchemaStatus, transient
+from core.store.schema import (
+    DERIVED_TABLES,
+    SchemaChange,
+    SchemaError,
+    SchemaGaps,
+    SchemaStatus,
+    transient,
+)
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +36,7 @@ __all__ = [
     "DatabaseURLError",
     "SchemaChange",
     "SchemaError",
+    "SchemaGaps",
     "SchemaStatus",
     "normalize_url",
     "sqlite_url",
@@ -170,6 +178,24 @@ class Database:
 
         async with self.engine.connect() as conn:
             return await conn.run_sync(status)
+
+    async def schema_differences(self) -> tuple[list[str], list[str]]:
+        """How the schema differs from the models (`threadline db check`), read without
+        changing anything: (what this release needs otherwise; what only the database has)."""
+        from core.store.schema import differences
+
+        async with self.engine.connect() as conn:
+            return await conn.run_sync(differences)
+
+    async def create_missing_tables(self) -> tuple[tuple[str, ...], SchemaGaps]:
+        """Create the tables of the models that a database at head lacks, empty (`threadline
+        db repair`). Returns the tables made and what is still missing (columns)."""
+        from core.store.schema import create_missing_tables, gaps
+
+        async with _schema_lock(), self.schema_connection() as conn:
+            before = await conn.run_sync(gaps)
+            after = await conn.run_sync(create_missing_tables)
+        return before.tables, after
 
     async def _prepare(self, *, may_upgrade: bool) -> SchemaChange:
         async with _schema_lock():

@@ -15,7 +15,9 @@ A database is in one of four states:
 - at an unknown revision (a newer release wrote it): refused, never touched.
 
 Alembic is imported only to upgrade: at head, start-up reads the version row and checks the
-derived tables' columns, as it checked them before migrations.
+derived tables' columns, as it checked them before migrations, and that every table and column
+the models have is there (a table dropped by hand leaves the revision at head; without this
+check the first query that needs it failed as "something went wrong").
 """
 
 from __future__ import annotations
@@ -148,8 +150,125 @@ def has_tables(conn: Any) -> bool:
     return bool(set(inspect(conn).get_table_names()) & _first_revision_tables())
 
 
+@dataclass(frozen=True)
+class SchemaGaps:
+    """What the models have that the database lacks: tables and `table.column`s (derived
+    tables are not counted: start-up makes them again)."""
+
+    tables: tuple[str, ...] = ()
+    columns: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.tables or self.columns)
+
+    def describe(self) -> str:
+        parts = []
+        if self.tables:
+            parts.append(f"{_plural('table', self.tables)} {', '.join(self.tables)}")
+        if self.columns:
+            parts.append(f"{_plural('column', self.columns)} {', '.join(self.columns)}")
+        return "; ".join(parts)
+
+
+def _plural(noun: str, items: tuple[str, ...]) -> str:
+    return noun if len(items) == 1 else f"{noun}s"
+
+
+def gaps(conn: Any) -> SchemaGaps:
+    """The tables and columns of the models the database lacks (reads the catalogue only)."""
+    from sqlalchemy import inspect
+    from sqlmodel import SQLModel
+
+    from core.store import models  # noqa: F401  (registers the tables)
+
+    inspector = inspect(conn)
+    have = set(inspector.get_table_names())
+    wanted = [
+        t for name, t in sorted(SQLModel.metadata.tables.items()) if name not in DERIVED_TABLES
+    ]
+    present = [t.name for t in wanted if t.name in have]
+    reflected = inspector.get_multi_columns(filter_names=present) if present else {}
+    found = {table: {c["name"] for c in cols} for (_schema, table), cols in reflected.items()}
+    columns = [
+        f"{t.name}.{c.name}"
+        for t in wanted
+        if t.name in have
+        for c in t.columns
+        if c.name not in found.get(t.name, set())
+    ]
+    return SchemaGaps(tuple(t.name for t in wanted if t.name not in have), tuple(columns))
+
+
+def gaps_message(found: SchemaGaps) -> str:
+    return (
+        f"the database schema is at {HEAD} but lacks what this release needs: "
+        f"{found.describe()}. Restore the database from a backup (a table of record cannot "
+        "be remade with its rows), or run `threadline db repair` to create the missing tables "
+        "empty (missing columns need the backup); `threadline db check` lists every difference"
+    )
+
+
+def create_missing_tables(conn: Any) -> SchemaGaps:
+    """Create the tables the models have and the database lacks (empty, with their indexes);
+    returns what is missing afterwards (columns: they cannot be remade with their values)."""
+    from sqlmodel import SQLModel
+
+    missing = gaps(conn)
+    if missing.tables:
+        tables = [SQLModel.metadata.tables[name] for name in missing.tables]
+        SQLModel.metadata.create_all(conn, tables=tables)
+    return SchemaGaps(columns=missing.columns)
+
+
+def differences(conn: Any) -> tuple[list[str], list[str]]:
+    """Every difference between the database and the models, as lines for people to read:
+    (what the models have that the database lacks or has otherwise; what only the database
+    has, such as tables of another application in the same schema)."""
+    from core.store.migrations.dev import differences as compare
+
+    missing_tables = set(gaps(conn).tables)
+    needed: list[str] = []
+    extra: list[str] = []
+    for diff in compare(conn):
+        for change in diff if isinstance(diff, list) else [diff]:
+            line = _describe_difference(change, missing_tables)
+            if line is None:
+                continue
+            (extra if change[0].startswith("remove_") else needed).append(line)
+    return needed, extra
+
+
+def _describe_difference(change: tuple[Any, ...], missing_tables: set[str]) -> str | None:
+    kind = change[0]
+    if kind in ("add_table", "remove_table"):
+        return f"{'missing' if kind == 'add_table' else 'extra'} table: {change[1].name}"
+    if kind in ("add_column", "remove_column"):
+        which = "missing" if kind == "add_column" else "extra"
+        return f"{which} column: {change[2]}.{change[3].name}"
+    if kind in ("add_index", "remove_index", "add_constraint", "remove_constraint"):
+        item = change[1]
+        table = item.table.name if item.table is not None else "?"
+        if kind.startswith("add_") and table in missing_tables:
+            return None  # made with its table
+        what = "index" if kind.endswith("index") else "constraint"
+        which = "missing" if kind.startswith("add_") else "extra"
+        return f"{which} {what}: {item.name} on {table}"
+    if kind.startswith("modify_"):
+        table, column, have, want = change[2], change[3], change[5], change[6]
+        attribute = kind.removeprefix("modify_")
+        return f"column {table}.{column}: {attribute} is {have!r}, this release has {want!r}"
+    return str(change)
+
+
 def prepare(conn: Any, *, may_upgrade: bool) -> SchemaChange:
     """Bring the database to head, or raise SchemaError saying why it cannot be."""
+    change = _bring_to_head(conn, may_upgrade=may_upgrade)
+    if not change.created and (missing := gaps(conn)):
+        raise SchemaError(gaps_message(missing))
+    return change
+
+
+def _bring_to_head(conn: Any, *, may_upgrade: bool) -> SchemaChange:
     before = current_revision(conn)
     if before == HEAD:
         rebuild_outdated_derived(conn)
