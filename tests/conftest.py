@@ -197,8 +197,14 @@ async def make_bot(
 
     apps: list[Any] = []
 
-    def make(*, tools: tuple[Any, ...] = (), **overrides: Any) -> BotHarness:
-        app = build_app(make_settings(**overrides), extra_tools=tools, with_metrics=True)
+    def make(
+        *, tools: tuple[Any, ...] = (), clock: Clock | None = None, **overrides: Any
+    ) -> BotHarness:
+        settings = make_settings(**overrides)
+        if clock is None:  # the bot's own default clock, for tests that do not pin one yet
+            app = build_app(settings, extra_tools=tools, with_metrics=True)
+        else:
+            app = build_app(settings, extra_tools=tools, with_metrics=True, clock=clock)
         apps.append(app)
         return BotHarness(app)
 

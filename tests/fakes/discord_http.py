@@ -113,7 +113,7 @@ def ratelimit_headers() -> dict[str, str]:
     return {
         "X-RateLimit-Limit": "5",
         "X-RateLimit-Remaining": "4",
-        "X-RateLimit-Reset": f"{time.time() + 1:.3f}",
+        "X-RateLimit-Reset": f"{time.time() + 1:.3f}",  # wall clock: discord.py reads it by its own
         "X-RateLimit-Reset-After": "1.000",
         "X-RateLimit-Bucket": "fake-bucket",
     }

@@ -23,7 +23,7 @@ def snowflake_factory() -> Callable[[], str]:
     counter = itertools.count()
 
     def make() -> str:
-        ms = int(time.time() * 1000) - DISCORD_EPOCH_MS
+        ms = int(time.time() * 1000) - DISCORD_EPOCH_MS  # wall clock: discord.py ages ids by it
         return str((ms << 22) | (next(counter) % 4096))
 
     return make

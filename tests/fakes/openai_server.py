@@ -42,6 +42,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.clocks import PINNED
+
+CREATED = int(PINNED.timestamp())  # a completion's `created`: nothing reads it, so a fixed one
+
 
 @dataclass
 class Scripted:
@@ -405,7 +409,7 @@ class FakeOpenAI:
         body: dict[str, Any] = {
             "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
             "object": "chat.completion",
-            "created": int(time.time()),
+            "created": CREATED,
             "model": request.get("model", "fake"),
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         }

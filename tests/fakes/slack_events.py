@@ -29,7 +29,8 @@ _ts_counter = itertools.count(1)
 
 
 def sign(body: bytes, secret: str = SIGNING_SECRET, timestamp: int | None = None) -> dict[str, str]:
-    ts = str(int(time.time()) if timestamp is None else timestamp)
+    now = int(time.time())  # wall clock: slack-bolt checks the signature's age by its own
+    ts = str(now if timestamp is None else timestamp)
     base = b"v0:" + ts.encode() + b":" + body
     digest = hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
     return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": f"v0={digest}"}
@@ -37,7 +38,8 @@ def sign(body: bytes, secret: str = SIGNING_SECRET, timestamp: int | None = None
 
 def new_ts() -> str:
     """A unique Slack message timestamp."""
-    return f"{int(time.time())}.{next(_ts_counter):06d}"
+    # Slack's own stamp, on the same clock as the fake Web API's, so messages keep their order.
+    return f"{int(time.time())}.{next(_ts_counter):06d}"  # wall clock: as the fake API's
 
 
 def event_body(
@@ -54,7 +56,7 @@ def event_body(
         "event": event,
         "type": "event_callback",
         "event_id": event_id or f"Ev{uuid.uuid4().hex[:10].upper()}",
-        "event_time": int(time.time()),
+        "event_time": int(time.time()),  # wall clock: Slack's own stamp (nothing reads it)
         "authorizations": [
             {
                 "enterprise_id": enterprise,
@@ -204,7 +206,7 @@ def block_actions(
                 "text": button["text"],
                 "value": value if value is not None else button["value"],
                 "type": "button",
-                "action_ts": f"{time.time():.6f}",
+                "action_ts": f"{time.time():.6f}",  # wall clock: Slack's stamp, unread
                 **({"style": button["style"]} if "style" in button else {}),
             }
         ],

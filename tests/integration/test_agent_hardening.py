@@ -24,7 +24,7 @@ from core.store.models import AuditEntry, QuotaUsage, ThreadMessage, UsageRecord
 from core.tools.context import ToolContext
 from core.tools.registry import ToolArgs, tool
 from tests.conftest import POLICY_ALL, BotHarness
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import CREATED, FakeOpenAI
 
 MakeBot = Callable[..., BotHarness]
 RUNS: list[str] = []
@@ -63,7 +63,7 @@ def completion(
     body: dict[str, Any] = {
         "id": f"chatcmpl-{uuid.uuid4().hex[:8]}",
         "object": "chat.completion",
-        "created": int(time.time()),
+        "created": CREATED,
         "model": "fake-model",
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
     }

@@ -23,6 +23,7 @@ from core.tools.audit import AuditLog
 from core.tools.context import ToolContext
 from core.tools.dispatcher import Dispatcher, ProposedCall, ToolOutcome
 from core.tools.registry import Tool, ToolArgs, ToolRegistry
+from tests.clocks import PINNED
 
 POLICY = Policy.from_dict({"defaults": {"permissions": ["ask"]}})
 
@@ -274,12 +275,12 @@ async def test_a_request_that_gives_up_retires_its_prompt(
 async def test_confirmations_are_dropped_a_week_after_they_expire(
     open_db: Callable[[], Database],
 ) -> None:
-    from datetime import UTC, datetime, timedelta
+    from datetime import datetime, timedelta
 
     from core.mcp.confirm_store import KEEP
 
     db = open_db()
-    now = datetime.now(UTC)
+    now = PINNED
 
     def prompt(n: int, at: datetime) -> ConfirmationPrompt:
         return ConfirmationPrompt(
@@ -308,10 +309,10 @@ async def test_confirmations_are_dropped_a_week_after_they_expire(
 async def test_an_answer_past_the_expiry_is_stale_even_before_the_waiter_noticed(
     open_db: Callable[[], Database],
 ) -> None:
-    from datetime import UTC, datetime, timedelta
+    from datetime import timedelta
 
     db = open_db()
-    now = datetime.now(UTC)
+    now = PINNED
     prompt = ConfirmationPrompt(
         id="still-pending",
         request_id="r",

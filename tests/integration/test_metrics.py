@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from bot.upkeep import refresh_gauges
 from core.digest.schedule import parse_schedule
 from core.outbox import OutboxMessage
+from tests.clocks import Clock
 from tests.conftest import POLICY_ALL, BotHarness
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -45,11 +46,11 @@ async def test_requests_tools_tokens_and_latency(
 
 
 async def test_outbox_backlog_and_digest_runs(
-    make_bot: Callable[..., BotHarness], write_policy: Callable[[str], Path]
+    make_bot: Callable[..., BotHarness], write_policy: Callable[[str], Path], clock: Clock
 ) -> None:
     managers = POLICY_ALL.replace('"skills.use", "tts"]', '"skills.use", "tts", "digest.manage"]')
     assert managers != POLICY_ALL
-    bot = make_bot(policy_file=write_policy(managers))
+    bot = make_bot(policy_file=write_policy(managers), clock=clock)
     await bot.app.outbox.enqueue(OutboxMessage("slack", "T1", "C1", "hello", key="k1"))
     await refresh_gauges(bot.app)
     got = samples(bot)
@@ -57,7 +58,7 @@ async def test_outbox_backlog_and_digest_runs(
     assert got[("threadline_outbox_backlog", (("platform", "discord"),))] == 0
     reply = await bot.send("/digest add daily memory")
     assert reply.ok, reply.text
-    later = parse_schedule("daily", "UTC").next_after(datetime.now(UTC)) + timedelta(minutes=1)
+    later = parse_schedule("daily", "UTC").next_after(clock.now) + timedelta(minutes=1)
     assert await bot.app.digests.run_due(later) == ["posted"]
     assert samples(bot)[("threadline_digest_runs_total", (("outcome", "posted"),))] == 1
 

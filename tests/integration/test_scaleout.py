@@ -224,7 +224,7 @@ async def add_due_subscription(url: str, channel: str) -> int:
     from core.digest.store import DigestStore
     from core.store.models import DigestSubscription
 
-    now = datetime.now(UTC)
+    now = datetime.now(UTC)  # wall clock: the worker processes under test run on the real one
     due = (now - timedelta(minutes=2)).replace(second=0, microsecond=0)
     db = Database(url)
     try:

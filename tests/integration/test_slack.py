@@ -248,7 +248,7 @@ def test_a_wrong_signature_or_an_old_timestamp_gets_401_and_no_api_call(
     body = mention("the secret plan is BLUEBIRD")
     with caplog.at_level(logging.INFO):
         forged = app.post_event(body, secret="not-the-signing-secret")
-        stale = app.post_event(body, timestamp=int(time.time()) - 6 * 60)
+        stale = app.post_event(body, timestamp=int(time.time()) - 360)  # wall clock: bolt's check
         app.idle()
 
     assert (forged.status, stale.status) == (401, 401)

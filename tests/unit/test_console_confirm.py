@@ -37,7 +37,7 @@ def _prompt(gate: ConfirmationGate, seconds: float) -> ConfirmationPrompt:
         user="alice",
         tool="t.delete_item",
         arguments='{"item_id": 1}',
-        expires_at=datetime.now(UTC) + timedelta(seconds=seconds),
+        expires_at=datetime.now(UTC) + timedelta(seconds=seconds),  # wall clock: repl waits it out
     )
 
 
