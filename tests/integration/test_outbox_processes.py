@@ -38,6 +38,9 @@ def database_of(env: dict[str, str]) -> str:
     return f"sqlite:///{Path(env['THREADLINE_DATA_DIR']).resolve() / 'threadline.db'}"
 
 
+# The outboxes here keep the real clock: real `serve`/`worker` processes drain them by theirs.
+
+
 async def enqueue(url: str, message: OutboxMessage) -> None:
     db = Database(url)
     try:
