@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from core.code.graph.repomap import looks_like_code_question
-from core.memory.compaction import SHORT_MESSAGE_CHARS, CompactionConfig
+from core.memory.compaction import TOOL_RESULT_REMOVED, CompactionConfig
 from core.memory.history import is_summary, summary_messages
 from core.memory.tokens import TokenCounter
 
@@ -231,26 +231,25 @@ class PromptBudget:
 
     def reserve(self, conversation: Sequence[Message], fixed: int) -> int:
         """Tokens kept for the conversation before any optional part: the current turn (its
-        tool results at their share), the summary and the previous turn (shortened as
-        compaction would), room for a summary when older turns will need one."""
+        tool results at their share), the previous turn (its tool results as markers, as
+        compaction measures it when it chooses what to summarize), and the summary (the one
+        there, or room for one when older turns will need it)."""
         users = [i for i, m in enumerate(conversation) if m["role"] == "user"]
         current = users[-1] if users else 0
         turn = list(conversation[current:])
         results = sum(1 for m in turn if m["role"] == "tool")
         keep = self.results_chars(fixed, results)
         turn = [_shortened(m, keep) if m["role"] == "tool" else m for m in turn]
-        older = list(conversation[:current])
         previous_start = users[-2] if len(users) > 1 else current
         if previous_start < current and is_summary(conversation[previous_start]):
-            previous_start = current  # the "previous turn" is the summary itself
-        previous = [_shortened(m, SHORT_MESSAGE_CHARS) for m in older[previous_start:]]
-        head = older[:previous_start]
+            previous_start = current  # the turn before this one is the summary itself
+        previous = [_lean(m) for m in conversation[previous_start:current]]
+        head = list(conversation[:previous_start])
         if head and is_summary(head[0]) and len(head) <= 2:
             summary = head
         elif head:
-            summary = summary_messages(
-                "x" * int(self.config.summary_tokens * self.counter.chars_per_token)
-            )
+            chars = int(self.config.summary_tokens * self.counter.chars_per_token)
+            summary = summary_messages("x" * chars)
         else:
             summary = []
         return self.counter.count([*summary, *previous, *turn])
@@ -280,6 +279,12 @@ class PromptBudget:
 
 def _groups(tools: Sequence[OfferedTool]) -> frozenset[ToolGroup]:
     return frozenset(t.group for t in tools)
+
+
+def _lean(m: Message) -> Message:
+    if m["role"] == "tool" and len(str(m.get("content") or "")) > len(TOOL_RESULT_REMOVED):
+        return {**m, "content": TOOL_RESULT_REMOVED}
+    return m
 
 
 def _shortened(m: Message, max_chars: int) -> Message:
