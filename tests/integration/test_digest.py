@@ -316,7 +316,7 @@ async def test_each_period_starts_where_the_last_one_ended(
             assert start == end  # no gap, no overlap
         ends = [end for _, end in runs]
         assert ends == sorted(set(ends))
-        if step is not None:  # or longer where the wall clock repeats an hour: its times ran
+        if step is not None:  # two hours where the wall clock repeats one: each time runs once
             assert all(
                 b - a == step
                 or a.astimezone(berlin).utcoffset() != b.astimezone(berlin).utcoffset()
