@@ -48,7 +48,7 @@ COMPACT_DESCRIPTION_CHARS = 160
 PRIORITY: tuple[OptionalPart, ...] = ("memory", "code_map", "skills", "resources")
 
 _MEMORY_WORDS = re.compile(
-    r"\b(remember|remembers|memory|memories|recall|forget|forgot|save|saved|note|notes|fact|"
+    r"\b(remember|remembers|memory|memories|recall|forget|forgot|save|saved|note|notes|fact|decide|"
     r"facts|decided|decision|decisions|preference|preferences|prefer|we agreed|told you)\b",
     re.IGNORECASE,
 )
