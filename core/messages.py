@@ -37,6 +37,18 @@ def message_too_long(size: int, limit: int) -> str:
     )
 
 
+def too_long(what: str, length: int, limit: int) -> str:
+    """A value longer than the column it would be stored in (`core.store.limits`)."""
+    return f"That is too long: {what} may have at most {limit:,} characters, not {length:,}."
+
+
+def id_too_long(part: str, length: int, limit: int) -> str:
+    return (
+        f"Sorry, I cannot answer here: the {part} id is {length:,} characters long, and I can "
+        f"keep at most {limit:,}. Use a shorter {part} name."
+    )
+
+
 def unknown_command(name: str) -> str:
     return f"Unknown command `/{name}`. Try /help."
 

@@ -172,6 +172,7 @@ class Core:
             raise Refusal(
                 messages.message_too_long(len(request.text), self._limits.max_message_chars)
             )
+        _check_identity(request)
         session = open_session(request, self.policy)
         deadline = RequestDeadline(self._limits.deadline)
         text = request.text.strip()
@@ -273,6 +274,18 @@ class Core:
             progress=progress,
             speak=speak if voice is not None else None,
         )
+
+
+def _check_identity(request: Request) -> None:
+    """Every part of the identity fits the columns it is stored in (thread history, memory,
+    quotas, the audit log); platforms send short ids, but `threadline chat --thread ...` takes
+    whatever is typed, and PostgreSQL would refuse the row halfway through the request."""
+    from core.store.limits import identity_limits
+
+    for part, limit in identity_limits().items():
+        value: str = getattr(request, part)
+        if len(value) > limit:
+            raise Refusal(messages.id_too_long(part, len(value), limit))
 
 
 def _describe_model(agent: Agent | None) -> str | None:

@@ -78,11 +78,24 @@ async def _with_picture(
     return Reply(text, attachments=(image,))
 
 
+def _overlong_repo(name: str) -> str | None:
+    from core import messages as core_messages
+    from core.store.limits import column_limit
+    from core.store.models import Repo
+
+    limit = column_limit(Repo, "name")
+    if len(name) <= limit:
+        return None
+    return core_messages.too_long("a repository name", len(name), limit)
+
+
 def code_commands(store: RepoStore, indexer: Indexer) -> list[Command]:
     async def index(ctx: CommandContext, args: str) -> Reply:
         name = args.strip()
         if not name or len(name.split()) != 1:
             return Reply(messages.INDEX_USAGE, ok=False, ephemeral=True)
+        if (long := _overlong_repo(name)) is not None:
+            return Reply(long, ok=False, ephemeral=True)
         repo = await store.find(ctx.session, name)
         if repo is None:
             available = [r.name for r in await store.visible(ctx.session)]
@@ -107,6 +120,8 @@ def code_commands(store: RepoStore, indexer: Indexer) -> list[Command]:
         if not isinstance(request, GraphRequest):
             return Reply(request, ok=False, ephemeral=True)
         if request.repo is not None:
+            if (long := _overlong_repo(request.repo)) is not None:
+                return Reply(long, ok=False, ephemeral=True)
             repo = await store.find(ctx.session, request.repo)
             if repo is None:
                 available = [r.name for r in await store.visible(ctx.session)]
