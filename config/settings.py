@@ -60,6 +60,10 @@ class SettingsError(ValueError):
     """Settings cannot be used; `str()` is a readable multi-line message without secrets."""
 
 
+MAX_PROVIDER_CHARS = 64  # usage_records.provider
+MAX_MODEL_CHARS = 128  # usage_records.model
+
+
 def clean_url(value: object, name: str) -> str | None:
     if value is None:
         return None
@@ -596,6 +600,18 @@ class Settings(BaseSettings):
             raise ValueError(
                 "no model name: set LLM_MODEL (environment or .env), or llm_model / "
                 f"[providers.{name}] model in the settings file (THREADLINE_CONFIG)"
+            )
+        # Usage is recorded per provider and model (usage_records: 64 and 128 characters):
+        # longer names would fail every usage write on PostgreSQL.
+        if len(model) > MAX_MODEL_CHARS:
+            raise ValueError(
+                f"the model name of provider {name[:64]!r} is {len(model)} characters long; "
+                f"at most {MAX_MODEL_CHARS} are allowed (LLM_MODEL / [providers.{name[:64]}] model)"
+            )
+        if len(name) > MAX_PROVIDER_CHARS:
+            raise ValueError(
+                f"the provider name {name[:64]!r}... is {len(name)} characters long; at most "
+                f"{MAX_PROVIDER_CHARS} are allowed"
             )
         key = self.llm_api_key if overrides else None
         if key is None and base.api_key_env:
