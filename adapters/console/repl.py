@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adapters.console.translate import ConsoleIdentity, save_attachments, to_request
+from core.mcp.confirm import FULL_ARGUMENTS
 from core.service import Core
 
 if TYPE_CHECKING:
@@ -72,7 +73,14 @@ class ConsoleConfirmer:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def ask(self, prompt: ConfirmationPrompt) -> None:
-        self._console.print(f"{prompt.text} [y/N] ", style="bold yellow", end="")
+        # The arguments are the model's text: printed as they are, never read as rich markup
+        # (a "[/]" in them would end the prompt with an exception).
+        if prompt.abridged:
+            self._console.print(f"{FULL_ARGUMENTS}:", style="yellow", markup=False)
+            self._console.print(prompt.details, markup=False, highlight=False, soft_wrap=True)
+        self._console.print(
+            f"{prompt.text} [y/N] ", style="bold yellow", end="", markup=False, highlight=False
+        )
         task = asyncio.get_running_loop().create_task(self._wait(prompt))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

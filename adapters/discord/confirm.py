@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from adapters.discord.lib import discord
 from core.mcp.confirm import (
+    DETAILS_GONE,
+    FULL_ARGUMENTS,
     UNKNOWN_CONFIRMATION,
     ConfirmationPrompt,
     only_requester,
@@ -32,6 +35,8 @@ log = logging.getLogger("threadline.discord")
 
 PREFIX = "threadline-confirm"
 _CUSTOM_ID = re.compile(rf"^{PREFIX}:(run|cancel):([A-Za-z0-9_-]{{1,64}})$")
+_ARGUMENTS_ID = re.compile(rf"^{PREFIX}:args:([A-Za-z0-9_-]{{1,64}})$")
+_MESSAGE_CHARS = 2_000  # Discord's limit on a message's content
 
 
 def mention(user: str) -> str:
@@ -55,6 +60,21 @@ def is_confirmation_click(interaction: discord.Interaction) -> bool:
     return str(data.get("custom_id", "")).startswith(f"{PREFIX}:")
 
 
+def shown(prompt: ConfirmationPrompt) -> ConfirmationPrompt:
+    """The prompt with its arguments safe from Discord's markdown: a `||spoiler||`, a header or
+    a masked link in an argument must not hide or dress up what is being confirmed."""
+    return replace(prompt, arguments=discord.utils.escape_markdown(prompt.arguments))
+
+
+def full_arguments(details: str) -> str:
+    head, tail = f"**{FULL_ARGUMENTS}**\n```json\n", "\n```"
+    body = details.replace("```", "`\u200b`\u200b`")  # would end the code block early
+    room = _MESSAGE_CHARS - len(head) - len(tail) - 60
+    if len(body) > room:
+        body = body[:room] + f"\n… (cut: {len(body) - room:,} more characters)"
+    return head + body + tail
+
+
 def buttons(prompt: ConfirmationPrompt) -> discord.ui.View:
     view = discord.ui.View(timeout=None)
     view.add_item(
@@ -69,6 +89,14 @@ def buttons(prompt: ConfirmationPrompt) -> discord.ui.View:
             custom_id=custom_id("cancel", prompt.id),
         )
     )
+    if prompt.abridged and prompt.details:
+        view.add_item(
+            discord.ui.Button(
+                label=FULL_ARGUMENTS,
+                style=discord.ButtonStyle.secondary,
+                custom_id=custom_id("args", prompt.id),
+            )
+        )
     return view
 
 
@@ -85,6 +113,9 @@ class DiscordConfirmer:
         self._client = client
         self._gate = gate
         self._posted: dict[str, discord.Message] = {}
+        # Confirmation id -> (tenant, full arguments) while the question waits. Kept here, not
+        # in SQL: a click that reaches another process is told so.
+        self._details: dict[str, tuple[str, str]] = {}
 
     async def ask(self, prompt: ConfirmationPrompt) -> None:
         # Inside a thread or a DM the conversation is the channel; a guild slash command's
@@ -95,7 +126,7 @@ class DiscordConfirmer:
             raise TypeError(f"channel {where} cannot take messages")
         view = buttons(prompt)
         message = await channel.send(
-            question(prompt, mention),
+            question(shown(prompt), mention),
             view=view,
             # The requester is pinged (it is their question); nobody else is.
             allowed_mentions=discord.AllowedMentions(
@@ -106,13 +137,16 @@ class DiscordConfirmer:
         )
         view.stop()  # clicks are taken from the raw interaction, in whatever process
         self._posted[prompt.id] = message
+        if prompt.abridged and prompt.details:
+            self._details[prompt.id] = (prompt.tenant, prompt.details)
 
     async def closed(self, prompt: ConfirmationPrompt, final: Confirmation) -> None:
+        self._details.pop(prompt.id, None)
         message = self._posted.pop(prompt.id, None)
         if message is None or final.state not in UNANSWERED:
             return  # an answered one was updated by the process that took the click
         await message.edit(
-            content=outcome(final, mention),
+            content=outcome(_escaped(final), mention),
             view=None,
             allowed_mentions=discord.AllowedMentions.none(),
         )
@@ -120,12 +154,16 @@ class DiscordConfirmer:
     async def click(self, interaction: discord.Interaction) -> None:
         """One click on our buttons. Acknowledged first (Discord allows 3 s; the answer goes
         through the database), then the message or a private note is updated."""
+        data: Any = interaction.data or {}
+        wanted = _ARGUMENTS_ID.match(str(data.get("custom_id", "")))
+        if wanted is not None:
+            await self._show_arguments(interaction, wanted[1])
+            return
         try:
             await interaction.response.defer()  # a component's deferral: the message updates
         except (discord.HTTPException, discord.InteractionResponded) as exc:
             log.warning("Discord: could not acknowledge click %s (%s)", interaction.id, exc)
             return
-        data: Any = interaction.data or {}
         parsed = parse_custom_id(str(data.get("custom_id", "")))
         quiet = discord.AllowedMentions.none()
         try:
@@ -144,7 +182,7 @@ class DiscordConfirmer:
             if answered.status in ("counted", "stale") and c is not None:
                 # The message itself becomes the outcome: its buttons are gone for everyone.
                 await interaction.edit_original_response(
-                    content=outcome(c, mention), view=None, allowed_mentions=quiet
+                    content=outcome(_escaped(c), mention), view=None, allowed_mentions=quiet
                 )
             elif answered.status == "ignored" and c is not None:
                 text = only_requester(c, mention)
@@ -153,3 +191,24 @@ class DiscordConfirmer:
                 await interaction.followup.send(UNKNOWN_CONFIRMATION, ephemeral=True)
         except discord.HTTPException as exc:
             log.warning("Discord: could not show the outcome of click %s (%s)", interaction.id, exc)
+
+    async def _show_arguments(self, interaction: discord.Interaction, confirmation_id: str) -> None:
+        """Anyone who sees the question may read the full arguments, privately; only the
+        requester's Run or Cancel counts."""
+        kept = self._details.get(confirmation_id)
+        if kept is None:
+            text = DETAILS_GONE
+        elif kept[0] != _tenant(interaction):
+            text = UNKNOWN_CONFIRMATION
+        else:
+            text = full_arguments(kept[1])
+        try:
+            await interaction.response.send_message(
+                text, ephemeral=True, allowed_mentions=discord.AllowedMentions.none()
+            )
+        except (discord.HTTPException, discord.InteractionResponded) as exc:
+            log.warning("Discord: could not show the arguments of %s (%s)", interaction.id, exc)
+
+
+def _escaped(c: Confirmation) -> Confirmation:
+    return replace(c, arguments=discord.utils.escape_markdown(c.arguments))

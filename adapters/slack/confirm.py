@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from core.mcp.confirm import (
+    FULL_ARGUMENTS,
     STALE_CONFIRMATION,
     UNKNOWN_CONFIRMATION,
     ConfirmationPrompt,
@@ -36,6 +37,7 @@ log = logging.getLogger("threadline.slack")
 RUN, CANCEL = "threadline_confirm_run", "threadline_confirm_cancel"
 ACTION_IDS = re.compile(rf"^({RUN}|{CANCEL})$")
 _THREAD_TS = re.compile(r"^\d+\.\d+$")
+_SECTION_CHARS = 3_000  # Slack's limit on a section block's text
 
 
 def mention(user: str) -> str:
@@ -48,8 +50,10 @@ def escape(text: str) -> str:
 
 
 def question_blocks(prompt: ConfirmationPrompt) -> list[dict[str, Any]]:
+    folded = [arguments_block(prompt)] if prompt.abridged and prompt.details else []
     return [
         {"type": "section", "text": {"type": "mrkdwn", "text": _question_text(prompt)}},
+        *folded,
         {
             "type": "actions",
             "block_id": "threadline_confirm",
@@ -70,6 +74,23 @@ def question_blocks(prompt: ConfirmationPrompt) -> list[dict[str, Any]]:
             ],
         },
     ]
+
+
+def arguments_block(prompt: ConfirmationPrompt) -> dict[str, Any]:
+    """The full arguments in a section Slack folds away ("see more"): the summary shortened
+    something, and whoever weighs the question can unfold the rest."""
+    head, tail = f"*{FULL_ARGUMENTS}*\n```", "\n```"
+    # A "```" inside the arguments would end the code block early.
+    body = escape(prompt.details).replace("```", "`\u200b`\u200b`")
+    room = _SECTION_CHARS - len(head) - len(tail) - 60
+    if len(body) > room:
+        body = body[:room] + f"\n… (cut: {len(body) - room:,} more characters)"
+    return {
+        "type": "section",
+        "block_id": "threadline_confirm_arguments",
+        "expand": False,
+        "text": {"type": "mrkdwn", "text": head + body + tail},
+    }
 
 
 def outcome_blocks(text: str) -> list[dict[str, Any]]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import secrets
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from core.mcp.arguments import Unshowable, details, summarize
 from core.mcp.confirm_store import Answered, Confirmation, ConfirmationStore
 from core.tools.context import ToolContext
 from core.tools.registry import Tool
@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_POLL = 0.5  # seconds between looks at the row for an answer taken by another process
-_SUMMARY_CHARS = 300
 
 # "unshown": the question could not be posted (the platform refused it), so nobody could answer.
 Answer = Literal["confirmed", "declined", "timeout", "unavailable", "unshown"]
@@ -48,8 +47,12 @@ class ConfirmationPrompt:
     thread: str
     user: str  # the requesting user: the only one whose answer counts
     tool: str  # as people see it: `tracker.close_issue`
-    arguments: str  # a capped summary
+    arguments: str  # every argument, long values shortened (core/mcp/arguments.py)
     expires_at: datetime
+    # The full arguments (indented JSON, secrets redacted, bounded), for the platforms that can
+    # show them folded away; wanted when the summary shortened or rewrote something.
+    details: str = ""
+    abridged: bool = False
 
     @property
     def text(self) -> str:
@@ -104,9 +107,11 @@ UNKNOWN_CONFIRMATION = "This confirmation is unknown here (it may belong to anot
 STALE_CONFIRMATION = "This confirmation is already settled; nothing changed."
 
 
-def summarize(values: dict[str, Any]) -> str:
-    text = json.dumps(values, ensure_ascii=False, sort_keys=True, default=str)
-    return text if len(text) <= _SUMMARY_CHARS else text[:_SUMMARY_CHARS] + "…"
+FULL_ARGUMENTS = "Full arguments"
+DETAILS_GONE = (
+    "The full arguments are kept only while the question waits, by the process that asked it; "
+    "this one does not have them (it may have been restarted)."
+)
 
 
 class ConfirmationGate:
@@ -142,6 +147,12 @@ class ConfirmationGate:
         if confirmer is None:
             return "unavailable"
         who = session.identity
+        try:
+            summary = summarize(values, list((tool.parameters or {}).get("properties") or {}))
+        except Unshowable as exc:
+            # A question that cannot show every argument is not asked: it would hide one.
+            log.warning("confirmation for %s not shown: its arguments are %s", tool.name, exc)
+            return "unshown"
         prompt = ConfirmationPrompt(
             id=secrets.token_urlsafe(18),
             request_id=session.request_id,
@@ -151,8 +162,10 @@ class ConfirmationGate:
             thread=session.conversation.thread,
             user=who.user,
             tool=tool.shown_name,
-            arguments=summarize(values),
+            arguments=summary.text,
             expires_at=self._clock() + timedelta(seconds=self.timeout),
+            details=details(values),
+            abridged=summary.abridged,
         )
         await self.store.create(prompt)
         wake = asyncio.Event()

@@ -106,7 +106,8 @@ class ConfirmationStore:
             thread=prompt.thread[:128],
             user=prompt.user[:128],
             tool=prompt.tool[:128],
-            arguments=prompt.arguments[:400],
+            # The column keeps what the settled message repeats; the question showed it all.
+            arguments=_fit(prompt.arguments, 400),
             created_at=self._clock(),
             expires_at=prompt.expires_at,
         )
@@ -194,6 +195,10 @@ class ConfirmationStore:
         )
         async with self._db.session() as s:
             s.add(entry)
+
+
+def _fit(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
 def _plausible(confirmation_id: str) -> bool:

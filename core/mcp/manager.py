@@ -28,7 +28,7 @@ from jsonschema.exceptions import SchemaError
 from core.errors import ToolError
 from core.mcp.config import McpServerSettings
 from core.mcp.pins import UNAPPROVED, PinStatus, PinStore, canonical
-from core.mcp.schema import MAX_SCHEMA_DEPTH, SchemaTooDeep, depth, offered_schema
+from core.mcp.schema import MAX_SCHEMA_DEPTH, SchemaTooDeep, closed, depth, offered_schema
 from core.session import ToolSession
 from core.tools.context import ToolContext
 from core.tools.registry import JsonArgs, Tool, ToolRegistry
@@ -129,8 +129,13 @@ def needs_confirmation(definition: dict[str, Any], config: McpServerSettings) ->
     return hints.get("readOnlyHint") is not True or hints.get("destructiveHint") is True
 
 
-def _argument_checker(schema: dict[str, Any]) -> Callable[[dict[str, Any]], list[str]]:
-    validator = Draft202012Validator(schema)
+def _argument_checker(
+    schema: dict[str, Any], *, declared_only: bool = False
+) -> Callable[[dict[str, Any]], list[str]]:
+    """Problems of a call's arguments against the server's schema. `declared_only` (tools that
+    ask for confirmation): also any property the schema does not declare, at any depth, so a
+    question never carries an argument the server would ignore but a person must weigh."""
+    validator = Draft202012Validator(closed(schema) if declared_only else schema)
 
     def check(values: dict[str, Any]) -> list[str]:
         problems = []
@@ -143,6 +148,11 @@ def _argument_checker(schema: dict[str, Any]) -> Callable[[dict[str, Any]], list
                 problems.append(f"{where}: {err.message}")
             elif err.validator == "additionalProperties":
                 problems.append(f"{where}: unexpected properties")
+            elif err.validator == "unevaluatedProperties" and err.validator_value is False:
+                problems.append(
+                    f"{where}: properties the tool's schema does not declare (a call that "
+                    "needs confirmation may use declared ones only)"
+                )
             else:
                 problems.append(f"{where}: fails {err.validator} {err.validator_value!r:.80}")
         return problems
@@ -451,7 +461,9 @@ class McpManager:
             func=run,
             timeout=state.config.timeout,
             parameters=parameters,  # framed and capped (core/mcp/schema.py)
-            check_args=_argument_checker(definition["inputSchema"]),
+            check_args=_argument_checker(
+                definition["inputSchema"], declared_only=state.tools[tool].confirm
+            ),
             label=shown_name(server, tool),
             blocked=lambda: self.servers[server].blocked(tool),
             confirm=state.tools[tool].confirm,

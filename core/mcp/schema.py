@@ -137,3 +137,49 @@ def _cap(text: str) -> str:
     if len(text) <= MAX_SCHEMA_DESCRIPTION_CHARS:
         return text
     return text[:MAX_SCHEMA_DESCRIPTION_CHARS] + "…"
+
+
+_FREE_FORM = ("additionalProperties", "patternProperties", "unevaluatedProperties")
+# Keywords whose value is the schema of a value inside the arguments (not a schema combined
+# with its parent, as in allOf: closing one of those would refuse its siblings' properties).
+_VALUE_ONE = ("items", "additionalItems", "additionalProperties", "unevaluatedItems", "contains")
+
+
+def closed(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` refusing properties it does not declare, at the root and in every object it
+    describes with `properties` or a `$ref` (unless it says what else it takes: additionalProperties,
+    patternProperties, unevaluatedProperties). `unevaluatedProperties` sees through allOf,
+    anyOf, oneOf and $ref, so declarations made there count."""
+    out = _close(schema, value=True)
+    assert isinstance(out, dict)
+    if not any(k in out for k in _FREE_FORM):
+        out["unevaluatedProperties"] = False
+    return out
+
+
+def _close(node: Any, *, value: bool) -> Any:
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, sub in node.items():
+        if key in ("properties", "patternProperties") and isinstance(sub, dict):
+            out[key] = {name: _close(s, value=True) for name, s in sub.items()}
+        elif key in _VALUE_ONE:
+            many = isinstance(sub, list)
+            out[key] = [_close(s, value=True) for s in sub] if many else _close(sub, value=True)
+        elif key == "prefixItems" and isinstance(sub, list):
+            out[key] = [_close(s, value=True) for s in sub]
+        elif key in ("allOf", "anyOf", "oneOf") and isinstance(sub, list):
+            out[key] = [_close(s, value=False) for s in sub]
+        elif key in ("if", "then", "else", "not"):
+            out[key] = _close(sub, value=False)
+        elif key in ("$defs", "definitions") and isinstance(sub, dict):
+            # Referenced from a value ($ref, closed there) or combined (allOf): never closed
+            # themselves, but the values they describe are.
+            out[key] = {name: _close(s, value=False) for name, s in sub.items()}
+        else:
+            out[key] = sub
+    described = "properties" in out or "$ref" in out
+    if value and described and not any(k in out for k in _FREE_FORM):
+        out["unevaluatedProperties"] = False
+    return out

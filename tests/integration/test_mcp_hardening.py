@@ -16,7 +16,7 @@ from core.mcp.config import McpServerSettings
 from core.policy import Policy
 from core.request import Request
 from core.session import ToolSession, open_session
-from tests.mcp_support import START, World
+from tests.mcp_support import START, ScriptedConfirmer, World
 
 HOSTILE = Path(__file__).resolve().parents[1] / "fakes" / "mcp_hostile.py"
 OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
@@ -267,3 +267,79 @@ async def test_a_schema_too_big_even_without_descriptions_is_not_offered_and_say
     )
     listing = await mcp_commands(world.manager)[0].handler(ctx, "")
     assert "`h.wide`" in listing.text and "not offered" in listing.text
+
+
+# -- finding 5: what a confirmation shows ---------------------------------------------------
+
+CLOSE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "note": {"type": "string"},
+        "id": {"type": "string"},
+        "filter": {
+            "type": "object",
+            "properties": {"why": {"type": "string"}, "scope": {"type": "string"}},
+        },
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+    },
+}
+DESTRUCTIVE = {"read_only_hint": False, "destructive_hint": True}
+
+
+async def _confirm_world(
+    make_world: Callable[..., World], tmp_path: Path
+) -> tuple[World, ScriptedConfirmer]:
+    spec = Spec(
+        tmp_path / "h.json",
+        [_tool("close", "Close tickets.", schema=CLOSE_SCHEMA, annotations=DESTRUCTIVE)],
+    )
+    world = make_world({"h": spec.settings()}, confirm_timeout=0.5)
+    confirmer = ScriptedConfirmer(world.gate)
+    world.gate.register("console", confirmer)
+    await _ready(world, "h")
+    return world, confirmer
+
+
+async def test_a_confirmation_shows_every_argument_however_padded(
+    make_world: Callable[..., World], tmp_path: Path
+) -> None:
+    world, confirmer = await _confirm_world(make_world, tmp_path)
+    session = _session("mcp:h")
+    padded = {"note": "routine: close ticket 17 only" + " " * 290, "id": "ALL"}
+    assert (await world.call("h__close", padded, session)).code == "confirm_timeout"
+    shown = confirmer.asked[-1].arguments
+    assert '"id": "ALL"' in shown
+    assert '"note": "routine: close ticket 17 only" (319 chars)' in shown
+    assert confirmer.asked[-1].abridged and '"ALL"' in confirmer.asked[-1].details
+
+    # Deep inside, behind a long value: still there.
+    nested = {"filter": {"why": "routine " * 60, "scope": "ALL"}, "id": "17"}
+    await world.call("h__close", nested, session)
+    shown = confirmer.asked[-1].arguments
+    assert '"scope": "ALL"' in shown and "(480 chars)" in shown
+
+    # What does not show is written out; whitespace of any kind is one space.
+    tricky = {"id": "17\u202e\u200b", "note": "a\u2028\u3000\tb", "labels": {"k\u200d": "v"}}
+    await world.call("h__close", tricky, session)
+    shown = confirmer.asked[-1].arguments
+    assert '"17\\u202e\\u200b" (4 chars)' in shown and '"a b" (5 chars)' in shown
+    assert '"k\\u200d": "v"' in shown
+    assert not any(c in shown for c in "\u202e\u200b\u2028\u3000\t\u200d\n")
+
+
+async def test_a_call_with_arguments_the_schema_does_not_declare_is_never_put_to_the_user(
+    make_world: Callable[..., World], tmp_path: Path
+) -> None:
+    world, confirmer = await _confirm_world(make_world, tmp_path)
+    session = _session("mcp:h")
+    for sneaky in (
+        {"a_note": "routine: close ticket 17 only", "id": "ALL"},
+        {"filter": {"scope": "mine", "really": "ALL"}, "id": "17"},
+    ):
+        refused = await world.call("h__close", sneaky, session)
+        assert refused.code == "invalid_args", refused.content
+        assert "does not declare" in refused.content
+    assert confirmer.asked == []
+    # Declared free-form maps (additionalProperties) take any key.
+    declared = await world.call("h__close", {"id": "17", "labels": {"any": "x"}}, session)
+    assert declared.code == "confirm_timeout" and len(confirmer.asked) == 1
