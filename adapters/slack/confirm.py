@@ -80,8 +80,7 @@ def arguments_block(prompt: ConfirmationPrompt) -> dict[str, Any]:
     """The full arguments in a section Slack folds away ("see more"): the summary shortened
     something, and whoever weighs the question can unfold the rest."""
     head, tail = f"*{FULL_ARGUMENTS}*\n```", "\n```"
-    # A "```" inside the arguments would end the code block early.
-    body = escape(prompt.details).replace("```", "`\u200b`\u200b`")
+    body = escape(prompt.details).replace("```", "`\u200b`\u200b`")  # as in _code
     room = _SECTION_CHARS - len(head) - len(tail) - 60
     if len(body) > room:
         body = body[:room] + f"\n… (cut: {len(body) - room:,} more characters)"
@@ -97,13 +96,19 @@ def outcome_blocks(text: str) -> list[dict[str, Any]]:
     return [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
 
 
+def _code(arguments: str) -> str:
+    """Arguments in a code block: mrkdwn in them (`~strike~`, `*bold*`) cannot restyle the
+    rest of the question; a "```" inside would end the block early."""
+    return "```" + escape(arguments).replace("```", "`\u200b`\u200b`") + "```"
+
+
 def _question_text(prompt: ConfirmationPrompt) -> str:
-    shown = replace(prompt, tool=escape(prompt.tool), arguments=escape(prompt.arguments))
+    shown = replace(prompt, tool=escape(prompt.tool), arguments=_code(prompt.arguments))
     return question(shown, mention)
 
 
 def _outcome_text(c: Confirmation) -> str:
-    return outcome(replace(c, tool=escape(c.tool), arguments=escape(c.arguments)), mention)
+    return outcome(replace(c, tool=escape(c.tool), arguments=_code(c.arguments)), mention)
 
 
 def tenant_of_click(body: BlockActions) -> str:

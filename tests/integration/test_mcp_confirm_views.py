@@ -88,6 +88,8 @@ def test_slack_shows_every_argument_and_the_full_ones_folded(
 
     assert '"id": "ALL"' in asked["text"]
     assert '"note": "routine: close ticket 17 only" (319 chars)' in asked["text"]
+    # In a code block: mrkdwn in an argument (~strike~, *bold*) cannot restyle the others.
+    assert "```{" in asked["text"] and "}```" in asked["text"]
     assert "ghp_" not in json.dumps(asked)  # a token is not for the channel
     assert _buttons(asked) == [RUN, CANCEL]
     folded = [b for b in asked["blocks"] if b.get("block_id") == "threadline_confirm_arguments"]
