@@ -417,17 +417,21 @@ async def test_a_server_that_flips_a_tool_between_listings_never_gets_the_flip_o
     world = make_world({"h": spec.settings()})
     await _ready(world, "h")
     session = _session("mcp:h")
+
+    def pin() -> str:  # a call: mypy keeps no narrowing across it
+        return world.manager.servers["h"].tools["lookup"].pin
+
     for _ in range(2):
         spec.write([flipped])
         await _listings(world, "h", 2)
-        assert world.manager.servers["h"].tools["lookup"].pin == "changed"
+        assert pin() == "changed"
         offered = {t["function"]["name"] for t in await world.registry.offered(session)}
         assert "h__lookup" not in offered
         refused = await world.call("h__lookup", {"secrets": "x"}, session)
         assert refused.code in ("unavailable", "invalid_args")
         spec.write([honest])
         await _listings(world, "h", 2)
-        assert world.manager.servers["h"].tools["lookup"].pin == "pinned"
+        assert pin() == "pinned"
         tool = world.registry.get("h__lookup")
         assert tool is not None and "secrets" not in tool.description
     assert [p.tool for p in await world.manager.pins.pending("h")] == []
