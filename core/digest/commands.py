@@ -20,8 +20,9 @@ from core.digest import messages
 from core.digest.kinds import KINDS
 from core.digest.runner import DigestRunner, encode_roles, schedule_of
 from core.digest.schedule import PRESETS, ScheduleError, iana_zone, parse_schedule
-from core.digest.store import MAX_CRON, MAX_REPO, MAX_ZONE, DigestStore, overlong
+from core.digest.store import MAX_CRON, MAX_REPO, MAX_ZONE, DigestStore
 from core.request import Reply
+from core.store.limits import overlong
 from core.store.models import DigestSubscription, TenantSetting
 
 USAGE = (

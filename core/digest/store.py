@@ -10,38 +10,21 @@ second one matches no row).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import SQLModel, col, select
+from sqlmodel import col, select
 
 from core.store.engine import Database
+from core.store.limits import column_limit
 from core.store.models import MAX_ROW_ID, DigestRun, DigestSubscription, TenantSetting
 
 DEFAULT_LEASE = timedelta(minutes=5)
 FINAL_STATES = frozenset({"posted", "empty", "skipped", "failed"})
-
-
-def column_limit(model: type[SQLModel], name: str) -> int:
-    """The length of a string column: the tables are the one source of these limits."""
-    length = model.__table__.c[name].type.length  # type: ignore[attr-defined]
-    assert isinstance(length, int), f"{model.__name__}.{name} has no length"
-    return length
-
-
-def overlong(model: type[SQLModel], values: Mapping[str, object]) -> tuple[str, int, int] | None:
-    """The first string among `values` longer than its column: (name, length, limit). Checked
-    before writing, as PostgreSQL refuses such a row and SQLite would keep it whole."""
-    columns = model.__table__.c  # type: ignore[attr-defined]
-    for name, value in values.items():
-        limit = getattr(columns[name].type, "length", None) if name in columns else None
-        if isinstance(value, str) and isinstance(limit, int) and len(value) > limit:
-            return name, len(value), limit
-    return None
 
 
 MAX_CRON = column_limit(DigestSubscription, "cron")
