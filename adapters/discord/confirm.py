@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from adapters.discord.lib import discord
 from core.mcp.confirm import (
-    DETAILS_GONE,
     FULL_ARGUMENTS,
+    NO_DETAILS,
     UNKNOWN_CONFIRMATION,
     ConfirmationPrompt,
     only_requester,
@@ -113,9 +113,6 @@ class DiscordConfirmer:
         self._client = client
         self._gate = gate
         self._posted: dict[str, discord.Message] = {}
-        # Confirmation id -> (tenant, full arguments) while the question waits. Kept here, not
-        # in SQL: a click that reaches another process is told so.
-        self._details: dict[str, tuple[str, str]] = {}
 
     async def ask(self, prompt: ConfirmationPrompt) -> None:
         # Inside a thread or a DM the conversation is the channel; a guild slash command's
@@ -137,11 +134,8 @@ class DiscordConfirmer:
         )
         view.stop()  # clicks are taken from the raw interaction, in whatever process
         self._posted[prompt.id] = message
-        if prompt.abridged and prompt.details:
-            self._details[prompt.id] = (prompt.tenant, prompt.details)
 
     async def closed(self, prompt: ConfirmationPrompt, final: Confirmation) -> None:
-        self._details.pop(prompt.id, None)
         message = self._posted.pop(prompt.id, None)
         if message is None or final.state not in UNANSWERED:
             return  # an answered one was updated by the process that took the click
@@ -194,19 +188,25 @@ class DiscordConfirmer:
 
     async def _show_arguments(self, interaction: discord.Interaction, confirmation_id: str) -> None:
         """Anyone who sees the question may read the full arguments, privately; only the
-        requester's Run or Cancel counts."""
-        kept = self._details.get(confirmation_id)
-        if kept is None:
-            text = DETAILS_GONE
-        elif kept[0] != _tenant(interaction):
-            text = UNKNOWN_CONFIRMATION
-        else:
-            text = full_arguments(kept[1])
+        requester's Run or Cancel counts. Read from the database: the click may reach a
+        process other than the one that asked."""
         try:
-            await interaction.response.send_message(
-                text, ephemeral=True, allowed_mentions=discord.AllowedMentions.none()
-            )
+            await interaction.response.defer(ephemeral=True, thinking=True)
         except (discord.HTTPException, discord.InteractionResponded) as exc:
+            log.warning("Discord: could not acknowledge click %s (%s)", interaction.id, exc)
+            return
+        c = await self._gate.store.get(confirmation_id)
+        if c is None or c.platform != "discord" or c.tenant != _tenant(interaction):
+            text = UNKNOWN_CONFIRMATION
+        elif not c.details:
+            text = NO_DETAILS
+        else:
+            text = full_arguments(c.details)
+        try:
+            await interaction.edit_original_response(
+                content=text, allowed_mentions=discord.AllowedMentions.none()
+            )
+        except discord.HTTPException as exc:
             log.warning("Discord: could not show the arguments of %s (%s)", interaction.id, exc)
 
 

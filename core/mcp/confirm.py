@@ -108,10 +108,7 @@ STALE_CONFIRMATION = "This confirmation is already settled; nothing changed."
 
 
 FULL_ARGUMENTS = "Full arguments"
-DETAILS_GONE = (
-    "The full arguments are kept only while the question waits, by the process that asked it; "
-    "this one does not have them (it may have been restarted)."
-)
+NO_DETAILS = "The question already shows these arguments in full."
 
 
 class ConfirmationGate:

@@ -55,6 +55,7 @@ class Confirmation:
     expires_at: datetime
     state: State
     answered_by: str | None
+    details: str | None = None  # the full arguments, when the question shortened them
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +82,7 @@ def _view(row: Any) -> Confirmation:
         expires_at=_aware(row.expires_at),
         state=row.state,
         answered_by=row.answered_by,
+        details=row.details,
     )
 
 
@@ -110,6 +112,7 @@ class ConfirmationStore:
             arguments=_fit(prompt.arguments, 400),
             created_at=self._clock(),
             expires_at=prompt.expires_at,
+            details=prompt.details if prompt.abridged and prompt.details else None,
         )
         t = McpConfirmation.__table__  # type: ignore[attr-defined]
         old = delete(t).where(t.c.expires_at < self._clock() - KEEP)

@@ -527,3 +527,6 @@ class McpConfirmation(SQLModel, table=True):
     answered_at: datetime | None = Field(
         default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
     )
+    # The full arguments (indented JSON, secrets redacted, bounded) when the question shortened
+    # them: a Discord "Full arguments" click may reach any process.
+    details: str | None = Field(default=None, sa_column=Column(Text, nullable=True))

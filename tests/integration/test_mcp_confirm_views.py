@@ -121,29 +121,46 @@ async def test_discord_shows_every_argument_and_the_full_ones_privately_on_a_but
     fake: FakeDiscord,
     fake_llm: FakeOpenAI,
     tmp_path: Path,
+    database_url: str,
 ) -> None:
-    settings = make_settings(
-        policy_file=write_policy(_policy(fake.general)),
-        llm_base_url=fake_llm.url,
-        llm_model="fake-model",
-        llm_max_retries=0,
-        discord_token=fake.token,
-        discord_api_url=fake.api_url,
-        mcp=_mcp(tmp_path),
-    )
-    app = build_app(settings)
-    adapter = DiscordAdapter(
-        app.core, DiscordConfig.from_settings(settings, **FAST), app.confirmations
-    )
-    stop = asyncio.Event()
-    bot = RunningBot(app, adapter, stop, asyncio.create_task(adapter.run(stop)))
-    try:
+    bots: list[RunningBot] = []
+
+    async def start(*, mcp: bool) -> RunningBot:
+        settings = make_settings(
+            policy_file=write_policy(_policy(fake.general)),
+            llm_base_url=fake_llm.url,
+            llm_model="fake-model",
+            llm_max_retries=0,
+            discord_token=fake.token,
+            discord_api_url=fake.api_url,
+            mcp=_mcp(tmp_path),
+            database_url=database_url,
+        )
+        app = build_app(settings)
+        config = DiscordConfig.from_settings(settings, **FAST)
+        adapter = DiscordAdapter(app.core, config, app.confirmations)
+        stop = asyncio.Event()
+        bot = RunningBot(app, adapter, stop, asyncio.create_task(adapter.run(stop)))
+        bots.append(bot)
         await app.db.create_all()
         async with asyncio.timeout(30):
             await adapter.wait_ready()
-        app.mcp.start()
-        async with asyncio.timeout(60):
-            await app.mcp.wait_ready("t")
+        if mcp:
+            app.mcp.start()
+            async with asyncio.timeout(60):
+                await app.mcp.wait_ready("t")
+        return bot
+
+    async def look(user: Any, posted: Any, custom_id: str) -> str:
+        looked = await fake.click(user, posted, custom_id)
+        await fake.wait_for(
+            lambda: looked.original is not None and not looked.original.loading, within=30
+        )
+        assert looked.original is not None and looked.original.ephemeral
+        return looked.original.content
+
+    try:
+        waiting = await start(mcp=True)
         fake_llm.tool_calls(("t__close", {**PADDED, "note": NOTE + "||hidden: id ALL||"}))
         fake_llm.reply("Done as you decided.")
         message = await fake.post_message(fake.alice, fake.general, f"{fake.mention()} close 17")
@@ -159,18 +176,26 @@ async def test_discord_shows_every_argument_and_the_full_ones_privately_on_a_but
         assert set(ids) == {"Run", "Cancel", "Full arguments"}
 
         bob = fake.add_member("bob")  # anyone here may look; only alice may answer
-        looked = await fake.click(bob, posted, ids["Full arguments"])
-        await fake.wait_for(lambda: looked.original is not None)
-        assert looked.original is not None and looked.original.ephemeral
-        shown = looked.original.content
+        shown = await look(bob, posted, ids["Full arguments"])
         assert shown.startswith("**Full arguments**") and len(shown) <= 2_000
         assert '"id": "ALL"' in shown and "ghp_" not in shown
         assert posted.components  # still waiting for alice
 
+        # Another worker takes over the gateway session: the arguments are in the database.
+        await start(mcp=False)
+        again = await look(fake.alice, posted, ids["Full arguments"])
+        assert again == shown
+
         await fake.click(fake.alice, posted, ids["Run"])
-        await bot.adapter.idle()
-        assert "deleted" not in posted.content and "confirmed" in posted.content
+        await fake.wait_for(lambda: posted.components == [], within=30)
+        await fake.wait_for(
+            lambda: "Done as you decided." in [p.content for p in fake.messages_in(thread)],
+            within=30,
+        )
+        await waiting.adapter.idle()
+        assert "confirmed" in posted.content
         assert '"id": "ALL"' in fake_llm.requests[1]["messages"][-1]["content"]
     finally:
-        await bot.halt()
-        await app.aclose()
+        for bot in bots:
+            await bot.halt()
+            await bot.app.aclose()
