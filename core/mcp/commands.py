@@ -90,9 +90,7 @@ def _not_offered(state: ServerState, ctx: CommandContext) -> list[str]:
     shown = []
     for tool, why in sorted(state.skipped.items()):
         name = "".join(c if c.isascii() and (c.isalnum() or c in "_-") else "?" for c in tool)
-        if ctx.session.allows(f"mcp:{state.name}") or ctx.session.allows(
-            f"mcp:{shown_name(state.name, name)}"
-        ):
+        if ctx.session.allows(f"mcp:{shown_name(state.name, name)}"):  # mcp:NAME grants it too
             shown.append(f"`{shown_name(state.name, name)}` ({why})")
     if not shown:
         return []
