@@ -147,9 +147,9 @@ _VALUE_ONE = ("items", "additionalItems", "additionalProperties", "unevaluatedIt
 
 def closed(schema: dict[str, Any]) -> dict[str, Any]:
     """`schema` refusing properties it does not declare, at the root and in every object it
-    describes with `properties` or a `$ref` (unless it says what else it takes: additionalProperties,
-    patternProperties, unevaluatedProperties). `unevaluatedProperties` sees through allOf,
-    anyOf, oneOf and $ref, so declarations made there count."""
+    describes with `properties` or a `$ref` (unless it says what else it takes:
+    additionalProperties, patternProperties, unevaluatedProperties). `unevaluatedProperties`
+    sees through allOf, anyOf, oneOf and $ref, so declarations made there count."""
     out = _close(schema, value=True)
     assert isinstance(out, dict)
     if not any(k in out for k in _FREE_FORM):
