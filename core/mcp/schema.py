@@ -8,6 +8,9 @@ JSON Schema does not know (`x-...`) are left out: they validate nothing. When th
 over `MAX_OFFERED_SCHEMA_CHARS`, its descriptions go; when even the bare structure is over, the
 tool is not offered (the caller says why). Calls are still checked against the server's own
 schema: only what the model reads changes.
+
+`closed` is the server's schema refusing properties it does not declare: the check for calls
+that ask a person to confirm them, so that no argument rides along unweighed.
 """
 
 from __future__ import annotations
