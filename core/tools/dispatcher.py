@@ -95,6 +95,8 @@ def validate(t: Tool, call: ProposedCall) -> BaseModel:
         raw = json.loads(call.arguments or "{}")
     except json.JSONDecodeError:
         raise Rejected("invalid_args", "Error: the arguments are not valid JSON.") from None
+    except RecursionError:  # a few thousand brackets fit in the size limit
+        raise Rejected("invalid_args", "Error: the arguments are nested too deeply.") from None
     if not isinstance(raw, dict):
         raise Rejected("invalid_args", "Error: the arguments must be a JSON object.")
     if t.check_args is not None:

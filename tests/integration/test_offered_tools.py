@@ -79,3 +79,27 @@ async def test_a_direct_dispatch_checks_the_tools_availability(
         ctx, ProposedCall("c2", "speak", "{}"), offered=frozenset({"speak"})
     )
     assert outcome.ok and session.effects.speak
+
+
+async def test_deeply_nested_arguments_are_invalid_not_a_crash(
+    open_db: Callable[[], Database],
+) -> None:
+    db = open_db()
+    dispatcher = Dispatcher(ToolRegistry(voice_tools()), AuditLog(db))
+    request = Request(
+        platform="console",
+        tenant="T1",
+        channel="C1",
+        thread="t1",
+        user="alice",
+        roles=(),
+        text="read it aloud",
+    )
+    session = open_session(request, Policy.from_dict({"defaults": {"permissions": ["tts"]}}))
+    ctx = ToolContext(session=session, db=db)
+    nested = '{"a": ' + "[" * 1990 + "]" * 1990 + "}"  # within the 4,000-character limit
+    outcome = await dispatcher.dispatch(
+        ctx, ProposedCall("c1", "speak", nested), offered=frozenset({"speak"})
+    )
+    assert (outcome.ok, outcome.code) == (False, "invalid_args")
+    assert "nested too deeply" in outcome.content
