@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import sysconfig
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -416,7 +416,11 @@ class ReadArgs(ToolArgs):
 
 
 def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]:
-    @tool(name="grep_code", permission="code.read", timeout=GREP_TIMEOUT + 10)
+    # Offered to the model only where some repository is readable: no schema tokens otherwise.
+    async def any_repo(session: ToolSession) -> bool:
+        return bool(await store.visible(session))
+
+    @tool(permission="code.read", timeout=GREP_TIMEOUT + 10, available=any_repo)
     async def grep_code(ctx: ToolContext, args: GrepArgs) -> str:
         """Regex search (ripgrep) in the team's code repositories: use it first for exact
         names, error strings, config keys. Output: `## repo: path`, then `N:` matching and
@@ -442,7 +446,7 @@ def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]
             raise ToolError(f"the search failed: {run.errors[0]}")
         return format_grep(run, args.pattern)
 
-    @tool(name="glob_files", permission="code.read")
+    @tool(permission="code.read", available=any_repo)
     async def glob_files(ctx: ToolContext, args: GlobArgs) -> str:
         """List repository files whose path matches a gitignore-style glob ('*.proto' at any
         depth, 'src/**/*.ts' from the root)."""
@@ -452,14 +456,14 @@ def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]
         repos = await _repos(store, ctx, args.repo)
         return await asyncio.to_thread(format_glob, repos, pattern)
 
-    @tool(name="read_file", permission="code.read")
+    @tool(permission="code.read", available=any_repo)
     async def read_file(ctx: ToolContext, args: ReadArgs) -> str:
         """Read numbered lines of a repository file (repo and path as grep_code or glob_files
         show them), at most 400 lines per call."""
         (repo,) = await _repos(store, ctx, args.repo)
         return await asyncio.to_thread(_read, repo, args)
 
-    @tool(name="search_code", permission="code.read", timeout=60)
+    @tool(permission="code.read", timeout=60, available=any_repo)
     async def search_code(ctx: ToolContext, args: SearchArgs) -> str:
         """Semantic + keyword search over the indexed code: use it when the question is vague
         ("where do we retry webhooks?") or exact search found nothing. Returns the best
@@ -479,7 +483,7 @@ def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]
             raise ToolError(f"{exc}; use grep_code instead") from None
         return format_search(results, args.query)
 
-    @tool(name="code_graph", permission="code.read")
+    @tool(permission="code.read", available=any_repo)
     async def code_graph(ctx: ToolContext, args: GraphArgs) -> str:
         """The code graph around a definition: where it is, what it extends/implements and
         what extends it, what it imports, who calls it (callers) and what it calls (callees),
@@ -497,13 +501,9 @@ def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]
         )
         return answer.text
 
-    async def any_repo(session: ToolSession) -> bool:
-        return bool(await store.visible(session))
-
     tools = [grep_code, glob_files, read_file, code_graph]
     tools += [search_code] if search is not None else []
-    # Offered to the model only where some repository is readable: no schema tokens otherwise.
-    return [replace(t, available=any_repo) for t in tools]
+    return tools
 
 
 def format_search(results: list[CodeResult], query: str) -> str:

@@ -8,7 +8,6 @@ playbooks.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 
 from pydantic import Field
 
@@ -52,7 +51,12 @@ def skill_tools(skills: Skills) -> list[Tool]:
         shown = ", ".join(names[:20]) + (" ..." if len(names) > 20 else "")
         return ToolError(f"there is no skill {name[:MAX_NAME]!r} here (skills: {shown or 'none'})")
 
-    @tool(name="load_skill", permission="skills.use")
+    # Offered only where some skill is usable: no schema tokens otherwise.
+    async def any_skill(session: ToolSession) -> bool:
+        await skills.ready()
+        return bool(skills.visible(session))
+
+    @tool(permission="skills.use", available=any_skill, max_result_chars=MAX_SKILL_RESULT_CHARS)
     async def load_skill(ctx: ToolContext, args: LoadSkillArgs) -> str:
         """Load a team skill (a playbook) by name and get its instructions. Call it when the
         request matches a skill in the skills list (or one find_skills found), then follow
@@ -65,7 +69,7 @@ def skill_tools(skills: Skills) -> list[Tool]:
         await skills.record(ctx.session.conversation, skill.name)
         return load_text(skill)
 
-    @tool(name="read_skill_file", permission="skills.use")
+    @tool(permission="skills.use", available=any_skill, max_result_chars=MAX_FILE_BYTES + 100)
     async def read_skill_file(ctx: ToolContext, args: ReadSkillFileArgs) -> str:
         """Read one file of a loaded skill (a reference, template or example it points to)."""
         await skills.ready()
@@ -77,7 +81,7 @@ def skill_tools(skills: Skills) -> list[Tool]:
         except SkillFileError as exc:
             raise ToolError(str(exc)) from None
 
-    @tool(name="find_skills", permission="skills.use")
+    @tool(permission="skills.use", available=any_skill)
     async def find_skills(ctx: ToolContext, args: FindSkillsArgs) -> str:
         """Search the team's skills (playbooks) by what the user needs, when the skills list
         says more exist than it shows. Returns names and descriptions; load one with
@@ -87,12 +91,4 @@ def skill_tools(skills: Skills) -> list[Tool]:
             return "No skills are available in this conversation."
         return "\n".join(index_line(s) for s in ranked[: args.k])
 
-    async def any_skill(session: ToolSession) -> bool:
-        await skills.ready()
-        return bool(skills.visible(session))
-
-    return [
-        replace(load_skill, available=any_skill, max_result_chars=MAX_SKILL_RESULT_CHARS),
-        replace(read_skill_file, available=any_skill, max_result_chars=MAX_FILE_BYTES + 100),
-        replace(find_skills, available=any_skill),
-    ]
+    return [load_skill, read_skill_file, find_skills]

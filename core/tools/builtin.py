@@ -14,7 +14,7 @@ class NoArgs(ToolArgs):
     pass
 
 
-@tool(name="current_time", permission="ask")
+@tool(permission="ask")
 def current_time(ctx: ToolContext, args: NoArgs) -> str:
     """The current date and time in UTC (ISO 8601). Use it for questions about today, dates or
     durations."""
@@ -28,7 +28,7 @@ class RecentToolCallsArgs(ToolArgs):
     )
 
 
-@tool(name="recent_tool_calls", permission="admin")
+@tool(permission="admin")
 async def recent_tool_calls(ctx: ToolContext, args: RecentToolCallsArgs) -> str:
     """Recent entries of Threadline's own audit log (which tools ran, for whom, with what
     outcome). For admins asking what the bot has been doing."""

@@ -11,7 +11,7 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, get_type_hints
+from typing import Any, TypeVar, get_type_hints
 
 from pydantic import BaseModel, ConfigDict
 
@@ -22,6 +22,10 @@ from core.tools.context import ToolContext
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 ToolFunc = Callable[[ToolContext, Any], Awaitable[str] | str]
+A = TypeVar("A", bound=BaseModel)
+# A handler as written: its `args` has the tool's own model type, which mypy checks inside the
+# handler; `Tool.func` forgets it (the dispatcher validates before calling).
+ToolHandler = Callable[[ToolContext, A], Awaitable[str] | str]
 # Whether a tool is worth offering to this session right now (e.g. code tools only once a
 # repository the session may read exists): its schema costs prompt tokens on every call.
 Availability = Callable[[ToolSession], Awaitable[bool]]
@@ -95,18 +99,52 @@ class JsonArgs(ToolArgs):
     values: dict[str, Any]
 
 
-def tool(*, name: str, permission: str, timeout: float = 30.0) -> Callable[[ToolFunc], Tool]:
-    """Declare a tool from a function `(ctx: ToolContext, args: SomeArgs) -> str`."""
+def tool(
+    *,
+    permission: str,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float = 30.0,
+    available: Availability | None = None,
+    max_result_chars: int | None = None,
+    parameters: dict[str, Any] | None = None,
+    check_args: Callable[[dict[str, Any]], list[str]] | None = None,
+    label: str | None = None,
+    blocked: Callable[[], str | None] | None = None,
+    confirm: bool = False,
+) -> Callable[[ToolHandler[A]], Tool]:
+    """Declare a tool from a function `(ctx: ToolContext, args: SomeArgs) -> str` (or an
+    async one). Every option of `Tool` can be given here; the name defaults to the function's
+    and the description to its docstring. The argument model is read from the annotation of
+    `args`, and the type checker holds the handler to it."""
 
-    def wrap(func: ToolFunc) -> Tool:
+    def wrap(func: ToolHandler[A]) -> Tool:
+        tool_name = name if name is not None else getattr(func, "__name__", "")
         params = list(inspect.signature(func).parameters)
         if len(params) != 2:
-            raise TypeError(f"tool {name!r}: expected (ctx, args), got {params}")
+            raise TypeError(f"tool {tool_name!r}: expected (ctx, args), got {params}")
         args_model = get_type_hints(func)[params[1]]
-        description = inspect.cleandoc(func.__doc__ or "").strip()
-        if not description:
-            raise ValueError(f"tool {name!r} needs a docstring: it is the model's description")
-        return Tool(name, description, args_model, permission, func, timeout)
+        if not (isinstance(args_model, type) and issubclass(args_model, BaseModel)):
+            raise TypeError(f"tool {tool_name!r}: args must be annotated with a pydantic model")
+        text = description if description is not None else func.__doc__
+        text = inspect.cleandoc(text or "").strip()
+        if not text:
+            raise ValueError(f"tool {tool_name!r} needs a docstring: it is the model's description")
+        return Tool(
+            tool_name,
+            text,
+            args_model,
+            permission,
+            func,
+            timeout=timeout,
+            available=available,
+            max_result_chars=max_result_chars,
+            parameters=parameters,
+            check_args=check_args,
+            label=label,
+            blocked=blocked,
+            confirm=confirm,
+        )
 
     return wrap
 

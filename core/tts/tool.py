@@ -7,7 +7,6 @@ model need not write its answer twice, and the audio always matches the text pos
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 from core.session import ToolSession
 from core.tools.context import ToolContext
@@ -33,7 +32,11 @@ class SpeakArgs(ToolArgs):
     pass
 
 
-@tool(name="speak", permission="tts")
+async def _voice_asked(session: ToolSession) -> bool:
+    return session.effects.voice_asked
+
+
+@tool(permission="tts", available=_voice_asked)
 def speak(ctx: ToolContext, args: SpeakArgs) -> str:
     """Attach an audio recording of your final answer to the reply. Call it only when the user
     plainly asks to hear the answer (e.g. "read it aloud", "send me a voice version")."""
@@ -41,9 +44,5 @@ def speak(ctx: ToolContext, args: SpeakArgs) -> str:
     return messages.SPEAK_TOOL_RESULT
 
 
-async def _voice_asked(session: ToolSession) -> bool:
-    return session.effects.voice_asked
-
-
 def voice_tools() -> list[Tool]:
-    return [replace(speak, available=_voice_asked)]
+    return [speak]
