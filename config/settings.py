@@ -138,15 +138,37 @@ class ProviderSettings(BaseModel):
     # not 1.
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    context_window: int | None = Field(None, ge=1024)
-    max_output_tokens: int | None = Field(None, ge=16)
-    timeout: float | None = Field(None, gt=0)
-    max_retries: int | None = Field(None, ge=0, le=10)
-    compact_threshold: float | None = Field(None, ge=0.3, le=0.99)
-    max_tokens_param: MaxTokensParam | None = None
+    base_url: str | None = Field(None, description="The provider's OpenAI-compatible endpoint")
+    model: str | None = Field(None, description="Model name")
+    api_key_env: str | None = Field(
+        None, description="NAME of the environment variable that holds the API key"
+    )
+    context_window: int | None = Field(
+        None, ge=1024, description="The model's context window (default: `LLM_CONTEXT_WINDOW`)"
+    )
+    max_output_tokens: int | None = Field(
+        None, ge=16, description="Completion tokens per call (default: `LLM_MAX_OUTPUT_TOKENS`)"
+    )
+    timeout: float | None = Field(
+        None, gt=0, description="Seconds per model request (default: `LLM_TIMEOUT`)"
+    )
+    max_retries: int | None = Field(
+        None,
+        ge=0,
+        le=10,
+        description="Retries on 429, 5xx and connection errors (default: `LLM_MAX_RETRIES`)",
+    )
+    compact_threshold: float | None = Field(
+        None,
+        ge=0.3,
+        le=0.99,
+        description="Compact the thread at this fraction of the window "
+        "(default: `LLM_COMPACT_THRESHOLD`)",
+    )
+    max_tokens_param: MaxTokensParam | None = Field(
+        None,
+        description="`max_tokens` or `max_completion_tokens` (default: `LLM_MAX_TOKENS_PARAM`)",
+    )
 
 
 class ResolvedProvider(BaseModel):
@@ -270,39 +292,69 @@ class Settings(BaseSettings):
         populate_by_name=True,
     )
 
-    data_dir: Path = Field(Path("data"), validation_alias=_alias("THREADLINE_DATA_DIR", "data_dir"))
-    database_url: str | None = None
+    data_dir: Path = Field(
+        Path("data"),
+        validation_alias=_alias("THREADLINE_DATA_DIR", "data_dir"),
+        description="Where the SQLite database, the embedded vector store, clones and saved "
+        "attachments live",
+    )
+    database_url: str | None = Field(
+        None,
+        description="`sqlite:///path.db` or `postgresql://user@host:5432/db`; empty: SQLite in "
+        "the data dir",
+    )
     # PostgreSQL connections each process may hold: the pool keeps up to DATABASE_POOL_SIZE
     # open and opens up to DATABASE_MAX_OVERFLOW more under load (20 at most by default, so N
     # processes need N x 20 of the server's max_connections). Overflow connections are closed
     # as soon as they are returned, so under steady load they are reconnected over and over:
     # the kept part is the larger one (bench/slack_load.py: 5 + 10 dropped requests on pool
     # timeouts where 20 + 0 answered all). SQLite ignores both.
-    database_pool_size: int = Field(15, ge=1, le=100)
-    database_max_overflow: int = Field(5, ge=0, le=100)
+    database_pool_size: int = Field(
+        15,
+        ge=1,
+        le=100,
+        description="PostgreSQL connections each process keeps open once it needed them (1-100)",
+    )
+    database_max_overflow: int = Field(
+        5,
+        ge=0,
+        le=100,
+        description="More connections a process may open under load, closed again when returned "
+        "(0-100): a process never holds more than pool size + overflow, 20 by default, so N "
+        "processes need N × 20 of the server's `max_connections`",
+    )
     policy_file: Path = Field(
-        DEFAULT_POLICY_FILE, validation_alias=_alias("THREADLINE_POLICY", "policy_file")
+        DEFAULT_POLICY_FILE,
+        validation_alias=_alias("THREADLINE_POLICY", "policy_file"),
+        description="The policy file: permissions, budgets, repos, skills and models per rule",
     )
     max_message_chars: int = Field(
-        20_000, ge=1, validation_alias=_alias("THREADLINE_MAX_MESSAGE_CHARS", "max_message_chars")
+        20_000,
+        ge=1,
+        validation_alias=_alias("THREADLINE_MAX_MESSAGE_CHARS", "max_message_chars"),
+        description="Longer messages are refused with a clear message",
     )
     tool_max_args_chars: int = Field(
         4_000,
         ge=2,
         validation_alias=_alias("THREADLINE_TOOL_MAX_ARGS_CHARS", "tool_max_args_chars"),
+        description="Tool-call arguments above this are refused",
     )
     tool_max_result_chars: int = Field(
         8_000,
         ge=100,
         validation_alias=_alias("THREADLINE_TOOL_MAX_RESULT_CHARS", "tool_max_result_chars"),
+        description="Tool results are cut to this before the model sees them",
     )
-    # Seconds one request may take from start to reply (model calls and tools together);
-    # past it the user hears so, and what was done is kept.
     request_deadline: float = Field(
         120.0,
         gt=0,
         le=3600,
         validation_alias=_alias("THREADLINE_REQUEST_DEADLINE", "request_deadline"),
+        description="Seconds one request may take, commands included (`/tts`, `/voice`, …; only "
+        "`/index` runs to the end), model calls and tools together; past it the user is told, "
+        "and the question and finished tool calls are kept in the thread (audio not ready in "
+        "time is left out, the text answer stands)",
     )
     # Requests one process answers at once; the rest wait their turn in order. Without a bound a
     # burst of mentions starts every answer together: each holds database connections over more
@@ -312,106 +364,264 @@ class Settings(BaseSettings):
         ge=1,
         le=1000,
         validation_alias=_alias("THREADLINE_MAX_CONCURRENT_REQUESTS", "max_concurrent_requests"),
+        description="Requests one process answers at once; more wait their turn in arrival order "
+        "(the `threadline_requests_queued` gauge) instead of competing for database connections",
     )
-    # Seconds `run`, `serve` and `worker` give work in flight after SIGTERM/SIGINT before they
-    # cut it and exit: under the usual 30 s a platform waits before it kills the process.
+    # Under the usual 30 s a platform waits before it kills the process.
     shutdown_grace: float = Field(
         25.0,
         gt=0,
         le=3600,
         validation_alias=_alias("THREADLINE_SHUTDOWN_GRACE", "shutdown_grace"),
+        description="Seconds `run`, `serve` and `worker` give work in flight after "
+        "SIGTERM/SIGINT before cutting it",
     )
-    persona: str = Field("", validation_alias=_alias("THREADLINE_PERSONA", "persona"))
-    # Skill folders searched before ./skills and the shipped examples (comma-separated).
+    persona: str = Field(
+        "",
+        validation_alias=_alias("THREADLINE_PERSONA", "persona"),
+        description="Team notes added to the system prompt",
+    )
     skills_dirs: Annotated[tuple[Path, ...], NoDecode] = Field(
-        (), validation_alias=_alias("THREADLINE_SKILLS_DIRS", "skills_dirs")
+        (),
+        validation_alias=_alias("THREADLINE_SKILLS_DIRS", "skills_dirs"),
+        description="Comma-separated skill folders, searched before `./skills` and the shipped "
+        "examples",
     )
-    # The example skills shipped with Threadline (incident triage, release notes, review).
     skills_examples: bool = Field(
-        True, validation_alias=_alias("THREADLINE_SKILLS_EXAMPLES", "skills_examples")
+        True,
+        validation_alias=_alias("THREADLINE_SKILLS_EXAMPLES", "skills_examples"),
+        description="Load the example skills shipped in Threadline's `skills/` folder (incident "
+        "triage, release notes, review checklist)",
     )
-    # Share of the model's context window the skills index may take (0.01 = 1%).
     skills_index_share: float = Field(
         0.01,
         gt=0,
         le=0.25,
         validation_alias=_alias("THREADLINE_SKILLS_INDEX_SHARE", "skills_index_share"),
+        description="Share of the model's context window the skills index may take (0.01 = 1%)",
     )
-    log_level: str = Field("INFO", validation_alias=_alias("THREADLINE_LOG_LEVEL", "log_level"))
-    # "json": one JSON object per log line, with the request id, platform, tenant and channel.
+    log_level: str = Field(
+        "INFO",
+        validation_alias=_alias("THREADLINE_LOG_LEVEL", "log_level"),
+        description="Log level for `serve`/`worker` (`chat`/`ask` log warnings only, unless `-v`)",
+    )
     log_format: Literal["text", "json"] = Field(
-        "text", validation_alias=_alias("LOG_FORMAT", "log_format")
+        "text",
+        validation_alias=_alias("LOG_FORMAT", "log_format"),
+        description="`json`: one JSON object per log line (`ts`, `level`, `logger`, `message`, "
+        "`exc`, and `request_id`, `platform`, `tenant`, `channel` on every line of a request). "
+        "Message text and secrets are never logged",
     )
 
-    llm_provider: str | None = None
-    llm_base_url: str | None = None
-    llm_api_key: SecretStr | None = None
-    llm_model: str | None = None
-    llm_context_window: int = Field(32_768, ge=1024)
-    llm_max_output_tokens: int = Field(1_024, ge=16)
-    llm_timeout: float = Field(60.0, gt=0)
-    llm_max_retries: int = Field(2, ge=0, le=10)
-    llm_compact_threshold: float = Field(0.9, ge=0.3, le=0.99)
-    llm_max_tokens_param: MaxTokensParam = "max_tokens"
-    providers: dict[str, ProviderSettings] = {}
-    # MCP servers, `[mcp.NAME]` tables of the settings file (core/mcp/config.py).
-    mcp: dict[str, McpServerSettings] = {}
-    # Seconds the requesting user has to confirm a tool call with side effects.
+    llm_provider: str | None = Field(
+        None, description="Name of a `[providers.NAME]` table in the settings file"
+    )
+    llm_base_url: str | None = Field(
+        None,
+        description="OpenAI-compatible endpoint, e.g. `http://127.0.0.1:11434/v1` (a trailing "
+        "`/` is dropped)",
+    )
+    llm_api_key: SecretStr | None = Field(
+        None, description="API key (trimmed; a key with whitespace inside is refused)"
+    )
+    llm_model: str | None = Field(
+        None, description="Model name; required once an LLM is configured"
+    )
+    llm_context_window: int = Field(
+        32_768, ge=1024, description="The model's context window in tokens"
+    )
+    llm_max_output_tokens: int = Field(
+        1_024,
+        ge=16,
+        description="Completion tokens asked for (and reserved from the budget) per call",
+    )
+    llm_timeout: float = Field(60.0, gt=0, description="Seconds per model request")
+    llm_max_retries: int = Field(
+        2,
+        ge=0,
+        le=10,
+        description="Retries on 429, 5xx and connection errors (honouring `Retry-After`)",
+    )
+    llm_compact_threshold: float = Field(
+        0.9,
+        ge=0.3,
+        le=0.99,
+        description="Compact the thread when the prompt reaches this fraction of the window "
+        "(per provider: `compact_threshold`)",
+    )
+    llm_max_tokens_param: MaxTokensParam = Field(
+        "max_tokens",
+        description="How the answer's token limit is sent: `max_tokens`, or "
+        "`max_completion_tokens` for OpenAI's reasoning models (per provider: "
+        "`max_tokens_param`)",
+    )
+    providers: dict[str, ProviderSettings] = Field(
+        {}, description="Named LLM endpoints: `[providers.NAME]` tables of the settings file"
+    )
+    mcp: dict[str, McpServerSettings] = Field(
+        {}, description="MCP servers: `[mcp.NAME]` tables of the settings file"
+    )
     mcp_confirm_timeout: float = Field(
         120.0,
         gt=0,
         le=3600,
         validation_alias=_alias("THREADLINE_MCP_CONFIRM_TIMEOUT", "mcp_confirm_timeout"),
+        description="Seconds the requesting user has to confirm an MCP tool call with side "
+        "effects (no answer: not run)",
     )
 
-    # Code search. "local": all-MiniLM-L6-v2 on the CPU (offline, the default); "openai": an
-    # OpenAI-compatible /embeddings endpoint (EMBEDDINGS_URL, EMBEDDINGS_MODEL,
-    # EMBEDDINGS_DIMENSION, EMBEDDINGS_API_KEY). Changing it re-embeds into a new collection.
-    embeddings_provider: Literal["local", "openai"] = "local"
-    embeddings_url: str | None = None
-    embeddings_api_key: SecretStr | None = None
-    embeddings_model: str | None = None
-    embeddings_dimension: int | None = Field(None, ge=8, le=8192)
-    # Empty: embedded Qdrant under DATA_DIR/qdrant (one process). A URL: a Qdrant server.
-    qdrant_url: str | None = None
-    qdrant_api_key: SecretStr | None = None
-    # Index Threadline's own source as the demo repository `threadline` on the first `run`.
-    demo_index: bool = Field(True, validation_alias=_alias("THREADLINE_DEMO_INDEX", "demo_index"))
+    # Code search. Changing the embedding model re-embeds into a new collection.
+    embeddings_provider: Literal["local", "openai"] = Field(
+        "local",
+        description="`local`: all-MiniLM-L6-v2 on the CPU, offline. `openai`: an "
+        "OpenAI-compatible `/embeddings` endpoint (needs `EMBEDDINGS_URL`, `EMBEDDINGS_MODEL` "
+        "and `EMBEDDINGS_DIMENSION`). Changing the model embeds into a new collection",
+    )
+    embeddings_url: str | None = Field(
+        None, description="The embeddings endpoint, e.g. `http://127.0.0.1:11434/v1`"
+    )
+    embeddings_api_key: SecretStr | None = Field(
+        None, description="Key for that endpoint, if it needs one"
+    )
+    embeddings_model: str | None = Field(None, description="Embedding model name")
+    embeddings_dimension: int | None = Field(
+        None, ge=8, le=8192, description="Length of its vectors"
+    )
+    qdrant_url: str | None = Field(
+        None,
+        description="A Qdrant server (`http://127.0.0.1:6333`); empty: an embedded Qdrant Edge "
+        "shard under `$THREADLINE_DATA_DIR/qdrant-edge`, held by one process that shares it "
+        "with the other local ones",
+    )
+    qdrant_api_key: SecretStr | None = Field(None, description="Qdrant server API key")
+    demo_index: bool = Field(
+        True,
+        validation_alias=_alias("THREADLINE_DEMO_INDEX", "demo_index"),
+        description="`threadline run` indexes this checkout as the `threadline` repository "
+        "while no other repository is registered",
+    )
 
-    # Voice replies (core/tts). "auto": the OpenAI-compatible endpoint when TTS_BASE_URL is set,
-    # else Piper; "piper" and "espeak" run in worker processes (the `voice` extra, GPL-3.0).
-    tts_engine: Literal["auto", "piper", "espeak", "openai"] = "auto"
-    tts_voice: str | None = None  # default: en_US-joe-medium, en-us or alloy per engine
-    tts_format: Literal["auto", "ogg", "mp3", "wav"] = "auto"  # auto: per platform
-    tts_max_chars: int = Field(3_000, ge=200, le=100_000)  # longer: summarized or cut
-    tts_summarize: bool = True  # summarize long text with the model (when one is configured)
-    tts_segment_bytes: int = Field(600, ge=64, le=4_096)  # UTF-8 bytes per local segment
-    tts_workers: int = Field(2, ge=1, le=16)  # local worker processes (parallel segments)
-    tts_timeout: float = Field(60.0, gt=0, le=600)  # seconds per segment
-    tts_worker_idle: float = Field(600.0, ge=0)  # stop local workers unused this long (0: never)
-    tts_base_url: str | None = None
-    tts_api_key: SecretStr | None = None
-    tts_model: str = "gpt-4o-mini-tts"
+    # Voice replies (core/tts): "piper" and "espeak" run in worker processes (the `voice`
+    # extra, GPL-3.0).
+    tts_engine: Literal["auto", "piper", "espeak", "openai"] = Field(
+        "auto",
+        description="Voice replies: `piper` (local neural voice), `espeak` (eSpeak NG, light, "
+        "many languages), `openai` (an OpenAI-compatible `/audio/speech` endpoint); `auto` is "
+        "`openai` when `TTS_BASE_URL` is set, else `piper`",
+    )
+    tts_voice: str | None = Field(
+        None,
+        description="Default per engine: `en_US-joe-medium` (Piper; or a path to a Piper `.onnx` "
+        "voice), `en-us` (eSpeak NG voice names such as `de`, `fr`, `ja`), `alloy` (OpenAI). An "
+        "unknown voice falls back to the default with a warning in the log and a one-line note "
+        "in the reply",
+    )
+    tts_format: Literal["auto", "ogg", "mp3", "wav"] = Field(
+        "auto",
+        description="`auto`: OGG/Opus on Discord (a voice message) and the console, MP3 on Slack "
+        "(inline player); or always `ogg`, `mp3`, `wav`",
+    )
+    tts_max_chars: int = Field(
+        3_000,
+        ge=200,
+        le=100_000,
+        description="Longer text (after preparing it for speech) is summarized by the model when "
+        "one is configured, else its first part is read with a spoken note that the rest is in "
+        "the text",
+    )
+    tts_summarize: bool = Field(
+        True,
+        description="`false`: never spend model tokens on summaries for speech; long text is cut "
+        "instead",
+    )
+    tts_segment_bytes: int = Field(
+        600,
+        ge=64,
+        le=4_096,
+        description="Largest segment (UTF-8 bytes) a local engine synthesizes at once",
+    )
+    tts_workers: int = Field(
+        2,
+        ge=1,
+        le=16,
+        description="Local synthesis worker processes, i.e. segments synthesized in parallel "
+        "(one core each)",
+    )
+    tts_timeout: float = Field(
+        60.0,
+        gt=0,
+        le=600,
+        description="Seconds one segment may take before its worker is replaced and the segment "
+        "retried; also how long a local worker may take to start (at most 60 s): one that does "
+        "not is killed and the request fails without trying again",
+    )
+    tts_worker_idle: float = Field(
+        600.0,
+        ge=0,
+        description="Seconds without a voice request after which the local workers stop (a "
+        "Piper worker holds about 400 MB); the next request starts them again (0: keep them "
+        "running)",
+    )
+    tts_base_url: str | None = Field(
+        None, description="OpenAI-compatible speech endpoint, e.g. `http://127.0.0.1:8880/v1`"
+    )
+    tts_api_key: SecretStr | None = Field(
+        None, description="Key for that endpoint, if it needs one"
+    )
+    tts_model: str = Field("gpt-4o-mini-tts", description="Speech model name sent to that endpoint")
 
-    slack_bot_token: SecretStr | None = None
-    slack_signing_secret: SecretStr | None = None
-    slack_app_token: SecretStr | None = None
-    slack_api_url: str | None = None
-    discord_token: SecretStr | None = None
-    discord_api_url: str | None = None
-    # Comma-separated guild (server) ids: app commands are synced to these guilds only (fast
-    # to update while developing) instead of globally.
-    discord_guild_ids: Annotated[tuple[int, ...], NoDecode] = ()
-    # Bytes, or with a unit (KB, MB; Discord counts 1 MB as 1,024 KB).
-    discord_upload_limit: int = DEFAULT_DISCORD_UPLOAD_LIMIT
-    # Empty: one gateway connection. "auto": discord.py's auto-sharded client with Discord's
-    # recommended shard count. A number: that many shards in total (over all processes).
-    discord_shard_count: str | None = None
-    # The older name of DISCORD_SHARD_COUNT, still read; after validation both hold the count.
-    discord_shards: str | None = None
-    # With a numeric DISCORD_SHARD_COUNT: the shard ids this process runs (e.g. "0,1"), so
-    # several worker processes can split the shards; default all of them.
-    discord_shard_ids: Annotated[tuple[int, ...], NoDecode] = ()
+    slack_bot_token: SecretStr | None = Field(
+        None, description="Slack bot token (`xoxb-...`); checked with `auth.test` at start-up"
+    )
+    slack_signing_secret: SecretStr | None = Field(
+        None, description="Slack HTTP mode: verifies every request to `/slack/events`"
+    )
+    slack_app_token: SecretStr | None = Field(
+        None,
+        description="Slack Socket Mode: app-level token (`xapp-...`, `connections:write`)",
+    )
+    slack_api_url: str | None = Field(
+        None,
+        description="Slack Web API base URL (enterprise proxies); must end in `/api/`; "
+        "default `https://slack.com/api/`",
+    )
+    discord_token: SecretStr | None = Field(
+        None,
+        description="Discord bot token; `threadline worker` (and `run`) serve Discord when it "
+        "is set",
+    )
+    discord_api_url: str | None = Field(
+        None,
+        description="Discord REST base (proxies, tests); `/api/v10` is appended when missing. "
+        "The gateway URL is then taken from that server's `GET /gateway/bot`; default: "
+        "Discord's API",
+    )
+    discord_guild_ids: Annotated[tuple[int, ...], NoDecode] = Field(
+        (),
+        description="Comma-separated server ids: sync `/threadline` to these servers only "
+        "(updates show at once) instead of globally",
+    )
+    discord_upload_limit: int = Field(
+        DEFAULT_DISCORD_UPLOAD_LIMIT,
+        description="Largest file attached to an answer (bytes, or `KB`/`MB` in 1,024s); never "
+        "above what the server's boost level allows; larger files are refused with a message",
+    )
+    discord_shard_count: str | None = Field(
+        None,
+        description="Empty: one gateway connection. `auto`: discord.py's auto-sharded client in "
+        "this process. A number: that many shards in total, over all worker processes",
+    )
+    # After validation both names hold the count.
+    discord_shards: str | None = Field(
+        None,
+        description="The older name of `DISCORD_SHARD_COUNT`, still read; both set to different "
+        "values is an error",
+    )
+    discord_shard_ids: Annotated[tuple[int, ...], NoDecode] = Field(
+        (),
+        description="With a numeric `DISCORD_SHARD_COUNT`: the shards this process runs (e.g. "
+        "`0,1`); default all of them. Only the process running shard 0 syncs commands",
+    )
 
     @classmethod
     def settings_customise_sources(
