@@ -1,0 +1,30 @@
+"""What one request adds to the thread while the agent works on it, plus what its reply
+reports (shared by the loop and the prompt context)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from core.prompt_budget import Needs
+from core.request import ToolCallRecord, Usage
+from core.skills.service import SkillPrompt
+
+Message = dict[str, Any]
+
+
+@dataclass
+class Turn:
+    """What one request adds to the thread, plus what the reply reports."""
+
+    messages: list[Message]
+    tool_calls: list[ToolCallRecord]
+    notices: list[str]
+    usage: Usage = field(default_factory=Usage)
+    summarize_failed: bool = False
+    over_budget: bool = False  # the model proposed more tool calls than the budget allowed
+    expires_at: datetime | None = None  # when this request's quota reservations lapse
+    skills: SkillPrompt | None = None  # what skills add to the prompt
+    thread_skills: list[str] = field(default_factory=list)  # loaded earlier in the thread
+    needs: Needs | None = None  # what the request likely needs, for the tools it is offered
