@@ -12,6 +12,9 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+# Light (no third-party imports): every start-up failure is a ConfigError, caught by family.
+from core.errors import ConfigError
+
 if TYPE_CHECKING:
     from collections.abc import Coroutine
     from typing import Any
@@ -145,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         return check(args.dirs, None)
     try:
         settings = _load_settings()
-    except ValueError as exc:
+    except ConfigError as exc:
         print(exc, file=sys.stderr)
         return EXIT_CONFIG
     interactive = args.command in (
@@ -224,19 +227,26 @@ def _valid_output(*, as_json: bool) -> None:
 
 
 def _load_settings() -> Settings:
-    from config.settings import load_settings
+    from config.settings import SettingsError, load_settings
 
-    return load_settings()
+    try:
+        return load_settings()
+    except ConfigError:
+        raise
+    except ValueError as exc:
+        # pydantic-settings' own parse errors (MCP='not json' in the environment) pass
+        # load_settings unconverted; they stop start-up like any settings error.
+        raise SettingsError(str(exc)) from None
 
 
 async def _db(args: argparse.Namespace, settings: Settings) -> int:
     """`threadline db ...` needs the database only, not the whole app (nor a valid policy)."""
     from bot.db_cli import db_command
-    from core.store.engine import Database, DatabaseURLError
+    from core.store.engine import Database
 
     try:
         db = Database(settings.database)
-    except DatabaseURLError as exc:
+    except ConfigError as exc:
         print(f"threadline db: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     try:
@@ -247,17 +257,15 @@ async def _db(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     from bot.app import build_app
-    from core.policy import PolicyError
-    from core.store.engine import DatabaseURLError
 
     try:
         app = build_app(settings, with_metrics=args.command in ("serve", "run"))
-    except (PolicyError, DatabaseURLError) as exc:
+    except ConfigError as exc:
         print(f"Threadline cannot start: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     if args.command not in ("run", "serve", "worker"):
         return await _dispatch_app(app, args, None)
-    from bot.startup_checks import SharedResourceError, held_alone
+    from bot.startup_checks import held_alone
 
     try:
         with held_alone(settings, args.command):
@@ -270,7 +278,7 @@ async def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
                 code = await _dispatch_app(app, args, shutdown)
             finished = shutdown.finished()
             return code if code != EXIT_OK else finished
-    except SharedResourceError as exc:
+    except ConfigError as exc:  # another process holds what only one may (SharedResourceError)
         await app.aclose()
         print(exc, file=sys.stderr)
         return EXIT_CONFIG
@@ -369,11 +377,9 @@ async def _database_ready(app: App) -> bool:
     """The database and its schema are checked up front (a SQLite file is upgraded here), and
     what is wrong is said plainly instead of a traceback (the URL is not printed: it may hold
     a password)."""
-    from core.store.engine import SchemaError
-
     try:
         await app.db.create_all()
-    except SchemaError as exc:
+    except ConfigError as exc:  # SchemaError
         print(f"Threadline cannot start: {exc}", file=sys.stderr)
         return False
     except Exception as exc:

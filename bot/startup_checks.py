@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.errors import ConfigError
+
 if TYPE_CHECKING:
     from config.settings import Settings
 
@@ -37,7 +39,7 @@ class OneProcessResource:
     instead: str  # the setting that makes several processes possible
 
 
-class SharedResourceError(Exception):
+class SharedResourceError(ConfigError):
     """Another serving process uses a resource only one process can use; `str()` says which
     process and what to set."""
 

@@ -34,6 +34,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from core.errors import ConfigError
 from core.mcp.config import McpServerSettings, check_server_names
 from core.policy import toml_kind
 
@@ -56,7 +57,7 @@ _SIZE_UNITS = {"": 1, "b": 1, "kb": 1024, "kib": 1024, "mb": 1024 * 1024, "mib":
 DEFAULT_DISCORD_UPLOAD_LIMIT = 10 * 1024 * 1024
 
 
-class SettingsError(ValueError):
+class SettingsError(ConfigError, ValueError):
     """Settings cannot be used; `str()` is a readable multi-line message without secrets."""
 
 

@@ -1,5 +1,8 @@
-"""The three error families.
+"""Threadline's exceptions share one root, `ThreadlineError`, in these families:
 
+- `ConfigError`: Threadline cannot start as configured (settings, policy, database URL or
+  schema, a shared resource another process holds); `str(exc)` is what to print, without
+  secrets. The CLI catches this one family.
 - `ToolError`: the model can fix it (bad argument, nothing found); its text goes back to the
   model as the tool result.
 - `Refusal`: a friendly "no" for the user (missing permission, budget used up, input too long);
@@ -10,11 +13,19 @@
 from __future__ import annotations
 
 
-class ToolError(Exception):
+class ThreadlineError(Exception):
+    """The root of Threadline's own exceptions."""
+
+
+class ConfigError(ThreadlineError):
+    """Start-up cannot go on as configured; `str(exc)` says why, readable and without secrets."""
+
+
+class ToolError(ThreadlineError):
     """Raised by a tool when the model can correct the call; the message is model-facing."""
 
 
-class Refusal(Exception):
+class Refusal(ThreadlineError):
     """A user-facing refusal. `str(exc)` is safe to show."""
 
 

@@ -37,6 +37,8 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from core.errors import ConfigError
+
 Permission = Literal[
     "ask",
     "code.read",
@@ -78,7 +80,7 @@ def _permission(value: str) -> str:
 PermissionName = Annotated[str, AfterValidator(_permission)]
 
 
-class PolicyError(ValueError):
+class PolicyError(ConfigError, ValueError):
     """The policy file cannot be used; the message says where and why."""
 
 

@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.errors import ConfigError
 from core.store.schema import (
     DERIVED_TABLES,
     SchemaChange,
@@ -52,8 +53,8 @@ _LOCKED_ATTEMPTS = 5
 _DDL_LOCK = 0x7468726561646C6E  # any constant bigint: "threadln" in ASCII
 
 
-class DatabaseURLError(ValueError):
-    pass
+class DatabaseURLError(ConfigError, ValueError):
+    """DATABASE_URL cannot be used; the message names its scheme at most."""
 
 
 # Schema work of every handle in this process takes turns: Alembic keeps its migration context

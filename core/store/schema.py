@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from core.errors import ConfigError
 from core.store.migrations import HEAD
 
 # Tables that hold only what indexing derives from files on disk: when one of them predates a
@@ -68,7 +69,7 @@ _FIRST_REVISION_TABLES = (
 )
 
 
-class SchemaError(RuntimeError):
+class SchemaError(ConfigError, RuntimeError):
     """The database's schema cannot be used by this code as it is; the message says why and
     what to do. Start-up shows it as it is (never a traceback)."""
 
