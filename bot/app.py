@@ -79,6 +79,7 @@ def build_app(
     `model` replaces the configured LLM (tests pass their own ChatModel implementations).
     Raises `PolicyError` when the policy file is unusable.
     """
+    from bot.platforms import builtin_platforms
     from core.agent import Agent
     from core.code.answers import offline_answer
     from core.code.commands import code_commands
@@ -187,7 +188,12 @@ def build_app(
     code_map = RepoMaps(repos)
 
     # Metric labels name only tools registered at the time (a model may propose any name).
-    metrics = Metrics(known_tool=lambda n: registry.get(n) is not None) if with_metrics else None
+    platforms = builtin_platforms()  # chat platforms are registered here, never listed in core
+    metrics = (
+        Metrics(known_tool=lambda n: registry.get(n) is not None, known_platform=platforms.known)
+        if with_metrics
+        else None
+    )
 
     def make_agent(chat_model: ChatModel) -> Agent:
         # One agent per model: each keeps its own window, token calibration and compaction
@@ -217,7 +223,7 @@ def build_app(
         else:
             agents[name] = make_agent(chat_model)
     skills_cmds, run_skill_by_name = skill_commands(skills)
-    outbox = Outbox(db, clock)
+    outbox = Outbox(db, clock, platforms=platforms)
     digest_store = DigestStore(db, clock)
 
     def channel_model(session: ToolSession) -> ChatModel | None:

@@ -83,9 +83,8 @@ async def refresh_gauges(app: App) -> None:
     """Metrics read from the database: the outbox backlog per platform."""
     if app.metrics is None:
         return
-    from core.outbox import PLATFORMS
-
-    for platform in sorted(PLATFORMS):
+    platforms = app.outbox.platforms
+    for platform in platforms.names() if platforms is not None else ():
         app.metrics.outbox_backlog.labels(platform).set(await app.outbox.backlog(platform))
 
 

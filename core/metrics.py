@@ -16,7 +16,6 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from core.outbox import PLATFORMS
 from core.request import Reply, Usage
 
 if TYPE_CHECKING:
@@ -34,11 +33,15 @@ def _code(value: str) -> str:
 
 
 class Metrics:
-    def __init__(self, *, known_tool: Callable[[str], bool]) -> None:
-        """`known_tool` says whether a name is registered now (MCP tools come and go)."""
+    def __init__(
+        self, *, known_tool: Callable[[str], bool], known_platform: Callable[[str], bool]
+    ) -> None:
+        """`known_tool` says whether a name is registered now (MCP tools come and go);
+        `known_platform` whether a platform is (`core.platforms.Platforms.known`)."""
         from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
         self._known_tool = known_tool
+        self._known_platform = known_platform
         self.registry: CollectorRegistry = CollectorRegistry()
         r = self.registry
         self.requests = Counter(
@@ -98,7 +101,7 @@ class Metrics:
         return name if self._known_tool(name) else UNKNOWN
 
     def observe(self, platform: str, reply: Reply, seconds: float) -> None:
-        shown = _platform(platform)
+        shown = platform if self._known_platform(platform) else OTHER
         self.requests.labels(shown, str(reply.ok).lower()).inc()
         self.latency.labels(shown).observe(seconds)
         for call in reply.tool_calls:
@@ -129,7 +132,3 @@ class Metrics:
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
-
-
-def _platform(name: str) -> str:
-    return name if name in PLATFORMS else OTHER

@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
+from core.backoff import Backoff
 from core.mcp.config import McpServerSettings
 from core.mcp.confirm import ConfirmationGate, ConfirmationPrompt
 from core.mcp.confirm_store import ConfirmationStore
-from core.mcp.manager import Backoff, McpManager
+from core.mcp.manager import McpManager
 from core.mcp.pins import PinStore
 from core.policy import Policy
 from core.request import Request

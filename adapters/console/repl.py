@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from adapters.console.translate import ConsoleIdentity, save_attachments, to_request
+from adapters.console.translate import PLATFORM, ConsoleIdentity, save_attachments, to_request
 from core.mcp.confirm import FULL_ARGUMENTS
 from core.service import Core
 
@@ -40,7 +40,7 @@ async def chat(
         console.print("No language model configured (LLM_BASE_URL / LLM_MODEL).", style="yellow")
     reader = _LineReader(sys.stdin.fileno())
     if confirmations is not None:
-        confirmations.register("console", ConsoleConfirmer(console, reader, confirmations, who))
+        confirmations.register(PLATFORM, ConsoleConfirmer(console, reader, confirmations, who))
     while True:
         console.print("[bold cyan]you>[/] ", end="")
         try:

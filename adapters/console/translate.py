@@ -16,6 +16,8 @@ from typing import Any
 
 from core.request import Reply, Request
 
+PLATFORM = "console"
+
 
 def _os_user() -> str:
     try:
@@ -49,7 +51,7 @@ def valid_text(text: str) -> str:
 
 def to_request(text: str, who: ConsoleIdentity) -> Request:
     return Request(
-        platform="console",
+        platform=PLATFORM,
         tenant=valid_text(who.tenant),
         channel=valid_text(who.channel),
         thread=valid_text(who.thread),

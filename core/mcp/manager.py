@@ -15,7 +15,6 @@ import asyncio
 import json
 import logging
 import os
-import random
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from core.backoff import Backoff
 from core.errors import ToolError
 from core.mcp.config import McpServerSettings
 from core.mcp.pins import UNAPPROVED, PinStatus, PinStore, canonical
@@ -41,16 +41,7 @@ MAX_TOOLS_PER_SERVER = 128
 MAX_RESOURCES = 200
 SEPARATOR = "__"  # SERVER__tool: OpenAI function names allow no '.'
 Status = Literal["connecting", "ready", "failed"]
-
-
-@dataclass(frozen=True, slots=True)
-class Backoff:
-    first: float = 1.0
-    limit: float = 60.0
-
-    def delay(self, failures: int) -> float:
-        base: float = min(self.limit, self.first * 2.0 ** max(0, failures - 1))
-        return base * random.uniform(0.8, 1.2)
+RECONNECT = Backoff(first=1.0, limit=60.0)  # seconds; the jitter may go 20% past the limit
 
 
 @dataclass(slots=True)
@@ -183,7 +174,7 @@ class McpManager:
         pins: PinStore,
         *,
         environ: Mapping[str, str] | None = None,
-        backoff: Backoff = Backoff(),
+        backoff: Backoff = RECONNECT,
         ping_every: float = 30.0,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:

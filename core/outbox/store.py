@@ -1,23 +1,8 @@
-"""The outbox: messages core wants posted (digests, late replies), delivered by the adapters.
+"""The outbox's SQL store: enqueue under an idempotency key, claim with a lease, record the
+outcome, and what operators look at (`threadline outbox`). See `core.outbox` for the whole
+protocol; `core.outbox.drain` runs it.
 
-Core never talks to a platform. A producer `enqueue`s an `OutboxMessage` under an idempotency
-key (enqueueing the same key again stores nothing), and the process that owns the platform
-connection runs `drain` with the adapter's delivery function:
-
-1. `claim` leases due rows to one owner atomically (PostgreSQL: `FOR UPDATE SKIP LOCKED`;
-   SQLite: one writer at a time), so two drainers never deliver the same row at once; every
-   claim counts as an attempt, so `OutboxItem.attempts > 0` tells the adapter that an earlier
-   attempt may have posted part of the message (it then looks before posting again);
-2. the adapter posts it and returns a reference to what it posted (`delivered`), or raises:
-   `DeliveryError(retry=False)` for what retrying cannot fix (the channel is gone, the bot was
-   removed), anything else is retried with exponential backoff and jitter until
-   `max_attempts`, after which the row is `failed` and logged;
-3. a drainer that dies leaves its lease behind: once it expires another drainer takes the row
-   over; a drainer that stops cleanly `release`s its leases at once.
-
-Delivery is at least once from the outbox's point of view; the adapters make it exactly once
-on the platform as far as the platform allows (a delivery record per part, message metadata,
-nonces; see `adapters/*/outbox.py`).
+Claims are atomic: PostgreSQL uses `FOR UPDATE SKIP LOCKED`, SQLite has one writer at a time.
 """
 
 from __future__ import annotations
@@ -26,15 +11,23 @@ import asyncio
 import base64
 import json
 import logging
-import os
 import random
-import secrets
-import socket
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from core.backoff import Backoff
+from core.outbox.types import (
+    DELIVERED,
+    FAILED,
+    PENDING,
+    DeliveryState,
+    OutboxEntry,
+    OutboxItem,
+    OutboxMessage,
+    OutboxState,
+)
+from core.platforms import Platforms
 from core.request import Attachment
 
 if TYPE_CHECKING:
@@ -42,15 +35,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("threadline.outbox")
 
-PLATFORMS = frozenset({"slack", "discord", "console"})
-KEY_LIMIT = 255
-PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
 DEFAULT_LEASE = timedelta(minutes=2)
 MAX_ATTEMPTS = 10  # 10 s, 20 s, 40 s ... capped at 30 min: given up after about 70 minutes
 BACKOFF_FIRST = timedelta(seconds=10)
 BACKOFF_CAP = timedelta(minutes=30)
+# Up to 25% of jitter, never past the cap (operators are told "at most 30 minutes").
+RETRY = Backoff(
+    first=BACKOFF_FIRST.total_seconds(),
+    limit=BACKOFF_CAP.total_seconds(),
+    jitter=(1.0, 1.25),
+    strict=True,
+)
 KEEP_FINISHED = timedelta(days=30)  # delivered/failed rows keep their key this long
-PRUNE_EVERY = timedelta(hours=1)
 ERROR_LIMIT = 2_000
 
 
@@ -58,92 +54,10 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-@dataclass(frozen=True, slots=True)
-class OutboxMessage:
-    """What to post where. `text` is Markdown (like `Reply.text`).
-
-    `thread` None posts a new top-level message in the channel. `title` names the message:
-    Slack makes it the top-level message's first line and puts a long text in that message's
-    thread; Discord posts a short message and opens a thread named after it for a long text.
-    """
-
-    platform: str  # "slack" | "discord" | "console"
-    tenant: str
-    channel: str
-    text: str
-    key: str  # idempotency key, at most 255 characters
-    thread: str | None = None
-    title: str | None = None
-    attachments: tuple[Attachment, ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.platform not in PLATFORMS:
-            raise ValueError(f"unknown outbox platform {self.platform!r}")
-        if not self.key or len(self.key) > KEY_LIMIT:
-            raise ValueError(f"an outbox key must have 1 to {KEY_LIMIT} characters")
-        if not self.channel:
-            raise ValueError("an outbox message needs a channel")
-        if not (self.text.strip() or self.title or self.attachments):
-            raise ValueError("an outbox message needs a text, a title or an attachment")
-
-
-@dataclass(frozen=True, slots=True)
-class OutboxItem:
-    """A claimed row. `attempts` counts the attempts started *before* this one: above 0, an
-    earlier attempt may have posted (part of) the message without recording it."""
-
-    id: int
-    message: OutboxMessage
-    attempts: int
-    owner: str = ""
-    enqueued_at: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class OutboxState:
-    state: str  # "pending" | "delivered" | "failed"
-    attempts: int  # attempts started
-    message_ref: str | None  # what the platform posted (delivered)
-    last_error: str | None
-    next_attempt_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class OutboxEntry:
-    """One row as operators see it (`threadline outbox`)."""
-
-    key: str
-    platform: str
-    tenant: str
-    channel: str
-    state: str
-    attempts: int
-    created_at: datetime
-    next_attempt_at: datetime
-    last_error: str | None
-
-
-class DeliveryError(Exception):
-    """An adapter could not deliver an item. `retry=False`: retrying cannot help (the channel
-    is gone, the bot was removed from it); the row fails at once."""
-
-    def __init__(self, reason: str, *, retry: bool = True) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.retry = retry
-
-
-def owner_id() -> str:
-    """This process as a lease owner: host, pid and a random part (pids are reused)."""
-    return f"{socket.gethostname()[:80]}:{os.getpid()}:{secrets.token_hex(4)}"
-
-
 def backoff(attempts: int, rng: random.Random | None = None) -> timedelta:
     """The pause after the `attempts`-th failed attempt: 10 s doubling to 30 min, plus up to
     25% of jitter (never past the cap), so drainers that failed together do not retry in step."""
-    raw = BACKOFF_FIRST.total_seconds() * 2 ** max(0, min(attempts - 1, 30))
-    jitter = (rng or random).uniform(1.0, 1.25)
-    return timedelta(seconds=min(BACKOFF_CAP.total_seconds(), raw * jitter))
+    return timedelta(seconds=RETRY.delay(attempts, rng))
 
 
 class Outbox:
@@ -154,14 +68,18 @@ class Outbox:
         *,
         max_attempts: int = MAX_ATTEMPTS,
         rng: random.Random | None = None,
+        platforms: Platforms | None = None,
     ) -> None:
+        """`platforms`: the registered platforms, the only ones `enqueue` accepts (None: any
+        well-formed name, for tools and tests that know their platforms)."""
         self._db = db
+        self.platforms = platforms
         self._clock = clock
         self.max_attempts = max_attempts
         self._rng = rng or random.Random()
         self._nudges: dict[str, asyncio.Event] = {}
 
-    def _now(self) -> datetime:
+    def now(self) -> datetime:
         return _aware(self._clock())
 
     @staticmethod
@@ -173,8 +91,11 @@ class Outbox:
     # -- producing -----------------------------------------------------------------------------
 
     async def enqueue(self, message: OutboxMessage) -> bool:
-        """Store the message for delivery; False when its key was already there."""
-        now = self._now()
+        """Store the message for delivery; False when its key was already there. Raises
+        `ValueError` for a platform that is not registered."""
+        if self.platforms is not None and not self.platforms.known(message.platform):
+            raise ValueError(f"unknown outbox platform {message.platform!r}")
+        now = self.now()
         t = self._table()
         stmt = self._db.insert_ignore(
             t,
@@ -216,7 +137,7 @@ class Outbox:
         to another owner are skipped until their lease expires."""
         from sqlalchemy import or_, select, update
 
-        now = self._now()
+        now = self.now()
         t = self._table()
         free = or_(t.c.lease_until.is_(None), t.c.lease_until <= now)
         due = (
@@ -261,7 +182,7 @@ class Outbox:
             .values(
                 state=DELIVERED,
                 message_ref=message_ref[:128],
-                finished_at=self._now(),
+                finished_at=self.now(),
                 lease_owner=None,
                 lease_until=None,
                 last_error=None,
@@ -275,7 +196,7 @@ class Outbox:
         once with `retry=False`). Ignored when another drainer has taken the row over."""
         from sqlalchemy import update
 
-        now = self._now()
+        now = self.now()
         tries = item.attempts + 1
         give_up = not retry or tries >= self.max_attempts
         t = self._table()
@@ -378,10 +299,10 @@ class Outbox:
             row = (await s.exec(stmt)).first()  # type: ignore[call-overload]
         if row is None:
             return None
-        return OutboxState(str(row[0]), int(row[1]), row[2], row[3], _aware(row[4]))
+        return OutboxState(DeliveryState(row[0]), int(row[1]), row[2], row[3], _aware(row[4]))
 
     async def entries(
-        self, states: tuple[str, ...] = (PENDING, FAILED), *, limit: int = 100
+        self, states: tuple[DeliveryState, ...] = (PENDING, FAILED), *, limit: int = 100
     ) -> list[OutboxEntry]:
         """Rows in these states, oldest first (what is waiting, what was given up)."""
         from sqlalchemy import select
@@ -411,7 +332,7 @@ class Outbox:
                 platform=r[1],
                 tenant=r[2],
                 channel=r[3],
-                state=r[4],
+                state=DeliveryState(r[4]),
                 attempts=int(r[5]),
                 created_at=_aware(r[6]),
                 next_attempt_at=_aware(r[7]),
@@ -432,7 +353,7 @@ class Outbox:
             .values(
                 state=PENDING,
                 attempts=0,
-                next_attempt_at=self._now(),
+                next_attempt_at=self.now(),
                 finished_at=None,
                 lease_owner=None,
                 lease_until=None,
@@ -454,7 +375,7 @@ class Outbox:
         t = self._table()
         stmt = (
             delete(t)
-            .where(t.c.state.in_((DELIVERED, FAILED)), t.c.finished_at < self._now() - older_than)
+            .where(t.c.state.in_((DELIVERED, FAILED)), t.c.finished_at < self.now() - older_than)
             .returning(t.c.id)
         )
         async with self._db.session() as s:
@@ -468,107 +389,9 @@ class Outbox:
         if event is not None:
             event.set()
 
-    def _nudge_event(self, platform: str) -> asyncio.Event:
+    def nudge_event(self, platform: str) -> asyncio.Event:
+        """What this process's drainer of `platform` waits on between polls."""
         return self._nudges.setdefault(platform, asyncio.Event())
-
-
-Deliver = Callable[[OutboxItem], Awaitable[str]]
-
-
-async def drain(
-    outbox: Outbox,
-    platform: str,
-    owner: str,
-    deliver: Deliver,
-    *,
-    every: float = 2.0,
-    stop: asyncio.Event | None = None,
-    limit: int = 10,
-    lease: timedelta = DEFAULT_LEASE,
-) -> None:
-    """Deliver `platform`'s due messages until `stop` is set (or the task is cancelled):
-    claim, deliver one by one in order, record; poll every `every` seconds (at once when this
-    process enqueued something). A delivery that takes longer than half the lease is abandoned
-    and retried, and no delivery of a batch starts later than half the lease after its claim
-    (the rest is handed back), so none runs on while another drainer takes the row over.
-    Leases are released on the way out."""
-    stop = stop or asyncio.Event()
-    nudge = outbox._nudge_event(platform)
-    budget = lease.total_seconds() / 2
-    pruned_at: datetime | None = None
-    try:
-        while not stop.is_set():
-            nudge.clear()
-            try:
-                items = await outbox.claim(platform, owner, limit=limit, lease=lease)
-            except Exception:
-                log.exception("outbox: claiming %s messages failed", platform)
-                items = []
-            loop = asyncio.get_running_loop()
-            claimed_at = loop.time()
-            for n, item in enumerate(items):
-                if stop.is_set() or loop.time() - claimed_at > budget:
-                    await _hand_back(outbox, items[n:])
-                    break
-                await _deliver_one(outbox, item, deliver, budget)
-            if pruned_at is None or outbox._now() - pruned_at >= PRUNE_EVERY:
-                pruned_at = outbox._now()
-                try:
-                    await outbox.prune()
-                except Exception:
-                    log.exception("outbox: pruning finished rows failed")
-            if len(items) == limit:
-                continue  # more may be due
-            await _wait_any(stop, nudge, every)
-    finally:
-        try:
-            await asyncio.shield(outbox.release(owner))
-        except Exception:
-            log.exception("outbox: releasing the leases of %s failed", owner)
-
-
-async def _deliver_one(outbox: Outbox, item: OutboxItem, deliver: Deliver, budget: float) -> None:
-    try:
-        async with asyncio.timeout(budget):
-            ref = await deliver(item)
-    except DeliveryError as exc:
-        await _record_failure(outbox, item, exc.reason, retry=exc.retry)
-    except TimeoutError:
-        await _record_failure(outbox, item, f"no answer within {budget:g} s", retry=True)
-    except Exception as exc:
-        log.exception("outbox: delivering %s failed unexpectedly", item.message.key)
-        await _record_failure(outbox, item, f"{type(exc).__name__}: {exc}", retry=True)
-    else:
-        try:
-            await outbox.delivered(item, ref)
-        except Exception:
-            # Posted but not recorded: the lease expires, the next attempt finds the post.
-            log.exception("outbox: recording the delivery of %s failed", item.message.key)
-
-
-async def _hand_back(outbox: Outbox, items: list[OutboxItem]) -> None:
-    for item in items:
-        try:
-            await asyncio.shield(outbox.unclaim(item))
-        except Exception:
-            log.exception("outbox: handing back %s failed", item.message.key)
-
-
-async def _record_failure(outbox: Outbox, item: OutboxItem, error: str, *, retry: bool) -> None:
-    try:
-        await outbox.failed(item, error, retry=retry)
-    except Exception:
-        log.exception("outbox: recording the failure of %s failed", item.message.key)
-
-
-async def _wait_any(stop: asyncio.Event, nudge: asyncio.Event, every: float) -> None:
-    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(nudge.wait())]
-    try:
-        await asyncio.wait(waits, timeout=every, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for w in waits:
-            w.cancel()
-        await asyncio.gather(*waits, return_exceptions=True)
 
 
 # -- rows <-> messages -----------------------------------------------------------------------------
@@ -626,13 +449,12 @@ def _item(row: Any, owner: str) -> OutboxItem:
 
 
 __all__ = [
-    "DeliveryError",
+    "BACKOFF_CAP",
+    "BACKOFF_FIRST",
+    "DEFAULT_LEASE",
+    "KEEP_FINISHED",
+    "MAX_ATTEMPTS",
     "Outbox",
-    "OutboxEntry",
-    "OutboxItem",
-    "OutboxMessage",
-    "OutboxState",
     "backoff",
-    "drain",
-    "owner_id",
+    "utcnow",
 ]

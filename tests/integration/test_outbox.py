@@ -22,6 +22,7 @@ from core.outbox import (
     drain,
     owner_id,
 )
+from core.platforms import Platforms
 from core.request import Attachment
 from tests.clocks import Clock, at_every_instant
 
@@ -60,9 +61,22 @@ def test_a_message_is_checked_when_made() -> None:
     with pytest.raises(ValueError, match="key"):
         msg("k" * 256)
     with pytest.raises(ValueError, match="platform"):
-        msg("k", platform="irc")
+        msg("k", platform="IRC #1")  # not a platform name at all
     with pytest.raises(ValueError, match="text"):
         msg("k", text="  ")
+
+
+async def test_only_registered_platforms_are_enqueued(
+    open_db: Callable[[], Any], clock: Clock
+) -> None:
+    # Core lists no platforms: the outbox knows the ones registered with it.
+    platforms = Platforms(["slack"])
+    outbox = Outbox(open_db(), clock, platforms=platforms)
+    with pytest.raises(ValueError, match="irc"):
+        await outbox.enqueue(msg("k", platform="irc"))
+    assert await outbox.backlog() == 0
+    platforms.register("irc")
+    assert await outbox.enqueue(msg("k", platform="irc")) is True
 
 
 @at_every_instant
