@@ -57,3 +57,8 @@ def test_environment_names_are_the_ones_settings_read(hooks: ModuleType) -> None
 
 def test_the_configuration_page_carries_the_marker(hooks: ModuleType) -> None:
     assert hooks.MARKER in (DOCS / "configuration.md").read_text(encoding="utf-8")
+
+
+def test_the_readme_stays_a_front_door() -> None:
+    readme = DOCS.parent / "README.md"
+    assert len(readme.read_text(encoding="utf-8").splitlines()) <= 300
