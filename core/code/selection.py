@@ -127,7 +127,7 @@ def file_refusal(rel: str, st: os.stat_result, path: Path, max_bytes: int) -> Re
 
 class Selection:
     """The rules for one repository, asked per path (repo-relative, "/"-separated, clean: see
-    `core.code.tools.clean_relative`). Caches per folder and per file: make one per request,
+    `core.code.paths.clean_relative`). Caches per folder and per file: make one per request,
     so an edited .gitignore counts from the next one."""
 
     def __init__(self, root: Path, *, max_bytes: int = MAX_FILE_BYTES) -> None:

@@ -1,5 +1,5 @@
 """The walk (core/code/walk.py), secret detection (core/code/secrets.py), path confinement
-and repository naming (core/code/tools.py, core/code/repos.py), on a real fixture tree."""
+and repository naming (core/code/paths.py, core/code/repos.py), on a real fixture tree."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from core.code.paths import clean_relative, confine
 from core.code.repos import RepoError, default_name, is_git_url, redact_url, validate_name
+from core.code.ripgrep import read_lines, split_lines
 from core.code.secrets import looks_secret
 from core.code.selection import Selection
-from core.code.tools import clean_relative, confine, format_read, read_lines, split_lines
+from core.code.tools import format_read
 from core.code.walk import excluded, walk
 from core.errors import ToolError
 from tests.code_repo import READABLE, make_repo, write
