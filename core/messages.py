@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    # A type only: at run time `core.llm` would load the model client wherever a message is
+    # written.
+    from core.llm.kinds import LLMErrorKind
 
 INTERNAL_ERROR = "Sorry, something went wrong on my side while answering. It has been logged."
 ANSWER_CUT = (
@@ -99,8 +105,8 @@ def budget_warning(label: str, used: int, limit: int) -> str:
     return f"Heads-up: {pct}% of {label} is used ({used:,} of {limit:,})."
 
 
-def llm_failure(kind: str) -> str:
-    reasons = {
+def llm_failure(kind: LLMErrorKind) -> str:
+    reasons: dict[LLMErrorKind, str] = {
         "timeout": "the language model did not answer in time",
         "unreachable": "the language model endpoint cannot be reached",
         "rate_limited": "the language model provider is rate-limiting us",

@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from core.errors import ThreadlineError
+from core.llm.kinds import LLMErrorKind
 from core.llm.providers import ProviderSpec
 from core.llm.toolcalls import assistant_message, normalize_tool_calls
 from core.llm.usage import parse_usage
@@ -22,13 +24,12 @@ if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
 
-class LLMError(Exception):
-    """A model call failed; `kind` is one of timeout, unreachable, rate_limited, auth,
-    bad_request, server, invalid_response."""
+class LLMError(ThreadlineError):
+    """A model call failed; `kind` says how (the user's message is chosen by it)."""
 
-    def __init__(self, kind: str, detail: str) -> None:
+    def __init__(self, kind: LLMErrorKind, detail: str) -> None:
         super().__init__(f"{kind}: {detail}")
-        self.kind = kind
+        self.kind: LLMErrorKind = kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +118,7 @@ class OpenAICompatibleModel:
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
             raise LLMError("auth", str(exc)) from exc
         except openai.APIStatusError as exc:
-            kind = "server" if exc.status_code >= 500 else "bad_request"
+            kind: LLMErrorKind = "server" if exc.status_code >= 500 else "bad_request"
             raise LLMError(kind, f"HTTP {exc.status_code}") from exc
         except openai.APIError as exc:  # e.g. a body that is not a completion
             raise LLMError("invalid_response", str(exc)) from exc

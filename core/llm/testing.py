@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.llm.client import Completion, LLMError
+from core.llm.kinds import LLMErrorKind
 from core.llm.providers import ProviderSpec
 from core.llm.toolcalls import assistant_message
 from core.request import Usage
@@ -90,7 +91,7 @@ class ScriptedModel:
             )
         )
 
-    def fail(self, kind: str, detail: str = "scripted failure") -> None:
+    def fail(self, kind: LLMErrorKind, detail: str = "scripted failure") -> None:
         self._script.append(LLMError(kind, detail))
 
     @property

@@ -21,20 +21,18 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from core.mcp.arguments import Unshowable, details, summarize
 from core.mcp.confirm_store import Answered, Confirmation, ConfirmationStore
 from core.tools.context import ToolContext
+from core.tools.dispatcher import Answer
 from core.tools.registry import Tool
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_POLL = 0.5  # seconds between looks at the row for an answer taken by another process
-
-# "unshown": the question could not be posted (the platform refused it), so nobody could answer.
-Answer = Literal["confirmed", "declined", "timeout", "unavailable", "unshown"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
@@ -31,20 +31,46 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_ARGS_CHARS = 4_000
 DEFAULT_MAX_RESULT_CHARS = 8_000
 
-# Asks the requesting user to confirm a call with side effects; returns "confirmed",
-# "declined", "timeout", "unavailable" (no way to ask on this platform) or "unshown" (the
-# question could not be posted). core/mcp/confirm.py.
-Confirm = Callable[[ToolContext, Tool, dict[str, Any]], Awaitable[str]]
-_CONFIRM_REFUSALS = {
-    "declined": "Error: the user declined this call. Do not retry it.",
-    "timeout": "Error: the user did not confirm this call in time. Do not retry it unasked.",
+# How a confirmation ended: "unavailable" when this platform has no way to ask, "unshown"
+# when the question could not be posted (or would have hidden an argument).
+Answer = Literal["confirmed", "declined", "timeout", "unavailable", "unshown"]
+# Asks the requesting user to confirm a call with side effects (core/mcp/confirm.py).
+Confirm = Callable[[ToolContext, Tool, dict[str, Any]], Awaitable[Answer]]
+
+# Why a call was not run or failed ("ok": it ran), as the audit log and ToolCallRecord say it.
+OutcomeCode = Literal[
+    "ok",
+    "unknown_tool",
+    "permission_denied",
+    "narrowed",
+    "not_offered",
+    "args_too_large",
+    "invalid_args",
+    "budget_exhausted",
+    "unavailable",
+    "confirm_declined",
+    "confirm_timeout",
+    "confirm_unavailable",
+    "confirm_unshown",
+    "tool_error",
+    "timeout",
+    "internal_error",
+]
+_CONFIRM_REFUSALS: dict[Answer, tuple[OutcomeCode, str]] = {
+    "declined": ("confirm_declined", "Error: the user declined this call. Do not retry it."),
+    "timeout": (
+        "confirm_timeout",
+        "Error: the user did not confirm this call in time. Do not retry it unasked.",
+    ),
     "unavailable": (
+        "confirm_unavailable",
         "Error: this tool has side effects and needs the user's confirmation, which is not "
-        "available on this platform yet; tell the user."
+        "available on this platform yet; tell the user.",
     ),
     "unshown": (
+        "confirm_unshown",
         "Error: the confirmation question could not be posted, so this call was not run; "
-        "tell the user."
+        "tell the user.",
     ),
 }
 
@@ -62,13 +88,15 @@ class ProposedCall:
 class ToolOutcome:
     call: ProposedCall
     ok: bool
-    code: str  # "ok" or why it was refused / failed
+    code: OutcomeCode
     content: str  # what goes back to the model
     permission: str | None = None  # set when the call was denied for a missing permission
 
 
 class Rejected(Exception):
-    def __init__(self, code: str, model_text: str, *, permission: str | None = None) -> None:
+    def __init__(
+        self, code: OutcomeCode, model_text: str, *, permission: str | None = None
+    ) -> None:
         super().__init__(model_text)
         self.code = code
         self.model_text = model_text
@@ -239,9 +267,11 @@ class Dispatcher:
 
     async def _confirmed(self, ctx: ToolContext, t: Tool, args: BaseModel) -> None:
         values = args.values if isinstance(args, JsonArgs) else args.model_dump()
-        answer = "unavailable" if self.confirm is None else await self.confirm(ctx, t, values)
+        answer: Answer = (
+            "unavailable" if self.confirm is None else await self.confirm(ctx, t, values)
+        )
         if answer != "confirmed":
-            raise Rejected(f"confirm_{answer}", _CONFIRM_REFUSALS.get(answer, "Error: refused."))
+            raise Rejected(*_CONFIRM_REFUSALS[answer])
 
     async def refuse_excess(self, ctx: ToolContext, calls: list[ProposedCall]) -> None:
         """Calls proposed beyond the request's tool budget are not run, stored or answered one
