@@ -14,7 +14,7 @@ from pydantic import Field
 from core.errors import ToolError
 from core.session import ToolSession
 from core.tools.context import ToolContext
-from core.tools.registry import Tool, ToolArgs
+from core.tools.registry import Tool, ToolArgs, tool
 
 if TYPE_CHECKING:
     from core.mcp.manager import McpManager
@@ -71,6 +71,16 @@ def resource_tools(manager: McpManager) -> list[Tool]:
             raise ToolError(f"there is no MCP server named {server[:64]!r}")
         ctx.session.require(f"mcp:{server}")
 
+    async def any_readable(session: ToolSession) -> bool:
+        return bool(_readable(manager, session))
+
+    @tool(
+        name="list_mcp_resources",
+        permission="ask",
+        description="List the resources (documents, records) an MCP server offers: URI and "
+        "description.",
+        available=any_readable,
+    )
     async def list_resources(ctx: ToolContext, args: ListArgs) -> str:
         check(ctx, args.server)
         state = manager.servers[args.server]
@@ -83,28 +93,14 @@ def resource_tools(manager: McpManager) -> list[Tool]:
             lines.append(f"(+{len(state.resources) - MAX_LISTED} more not listed)")
         return "\n".join(lines)
 
+    @tool(
+        name="read_mcp_resource",
+        permission="ask",
+        description="Read one resource of an MCP server by its URI (from list_mcp_resources).",
+        available=any_readable,
+    )
     async def read_resource(ctx: ToolContext, args: ReadArgs) -> str:
         check(ctx, args.server)
         return await manager.read_resource(args.server, args.uri)
 
-    async def any_readable(session: ToolSession) -> bool:
-        return bool(_readable(manager, session))
-
-    return [
-        Tool(
-            "list_mcp_resources",
-            "List the resources (documents, records) an MCP server offers: URI and description.",
-            ListArgs,
-            "ask",
-            list_resources,
-            available=any_readable,
-        ),
-        Tool(
-            "read_mcp_resource",
-            "Read one resource of an MCP server by its URI (from list_mcp_resources).",
-            ReadArgs,
-            "ask",
-            read_resource,
-            available=any_readable,
-        ),
-    ]
+    return [list_resources, read_resource]
