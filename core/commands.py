@@ -7,10 +7,14 @@ in one `CommandRegistry`; later features add theirs the same way.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticUndefined
 
 from core import messages
 from core.request import Reply
@@ -113,6 +117,265 @@ class CommandRegistry:
         return await command.handler(ctx, parsed.args)
 
 
+# -- declared arguments ----------------------------------------------------------------------
+# A command declares what follows its name once, as a `CommandArgs` model: `parse_args` reads
+# the words into it, its errors say what is wrong, and `syntax` writes the usage line /help and
+# those errors show. Fields are, in order: positional words (`word`), a free-text tail
+# (`rest`), options with a value (`option`, `--tz ZONE`) and flags (`flag`, `--voice`).
+
+Kind = Literal["word", "rest", "option", "flag"]
+_KINDS: dict[str, Kind] = {"word": "word", "rest": "rest", "option": "option", "flag": "flag"}
+_QUOTES = str.maketrans({"“": '"', "”": '"', "‘": "'", "’": "'"})  # Slack and phones curl them
+
+
+class UsageError(Exception):
+    """The words do not fit the declaration. The message says what is wrong (empty: the usage
+    alone says it)."""
+
+
+class CommandArgs(BaseModel):
+    """Base for a command's arguments."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    # What to say when the positional words are missing, extra or invalid; `{command}` is the
+    # command as typed (`/digest remove`). Default: the usage alone.
+    words_needed: ClassVar[str] = ""
+
+
+def _meta(kind: Kind, metavar: str) -> dict[str, Any]:
+    return {"json_schema_extra": {"command_arg": kind, "metavar": metavar}}
+
+
+def word(metavar: str, default: Any = PydanticUndefined) -> Any:
+    """A positional word, shown as METAVAR (`[METAVAR]` when it has a default)."""
+    return Field(default, **_meta("word", metavar))
+
+
+def rest(metavar: str, default: Any = PydanticUndefined) -> Any:
+    """The rest of the text, as typed (quotes and all), after any leading options."""
+    return Field(default, **_meta("rest", metavar))
+
+
+def option(metavar: str) -> Any:
+    """`--name VALUE` (the field's name with dashes); None when not given."""
+    return Field(None, **_meta("option", metavar))
+
+
+def flag() -> Any:
+    """`--name`, present or not."""
+    return Field(False, **_meta("flag", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class _Param:
+    field: str
+    kind: Kind
+    metavar: str
+    required: bool
+
+    @property
+    def switch(self) -> str:
+        return "--" + self.field.replace("_", "-")
+
+
+def _params(model: type[CommandArgs]) -> list[_Param]:
+    out = []
+    for name, info in model.model_fields.items():
+        extra = info.json_schema_extra
+        if not isinstance(extra, dict) or "command_arg" not in extra:
+            raise TypeError(f"{model.__name__}.{name}: declare it with word/rest/option/flag")
+        kind, metavar = _KINDS[str(extra["command_arg"])], str(extra["metavar"])
+        out.append(_Param(name, kind, metavar, info.is_required()))
+    if any(p.kind == "rest" for p in out) and any(p.kind in ("word", "option") for p in out):
+        # The tail is the text as typed: only flags may come before it.
+        raise TypeError(f"{model.__name__}: a rest() field goes with flags only")
+    return out
+
+
+def syntax(model: type[CommandArgs]) -> str:
+    """The usage of the words `model` declares: `SCHEDULE KIND [--tz ZONE] [--voice]`."""
+    parts = []
+    params = _params(model)
+    for p in params:  # options first where a tail takes the rest: `[--voice] QUESTION`
+        if p.kind in ("option", "flag") and any(q.kind == "rest" for q in params):
+            parts.append(f"[{p.switch}]")
+    for p in params:
+        if p.kind in ("word", "rest"):
+            parts.append(p.metavar if p.required else f"[{p.metavar}]")
+        elif not any(q.kind == "rest" for q in params):
+            shown = f"{p.switch} {p.metavar}" if p.kind == "option" else p.switch
+            parts.append(f"[{shown}]")
+    return " ".join(parts)
+
+
+def split_words(text: str) -> list[str]:
+    """Words as a shell splits them (quotes group, curly quotes count as straight ones)."""
+    try:
+        return shlex.split(text.translate(_QUOTES))
+    except ValueError:
+        raise UsageError("Unbalanced quotes.") from None
+
+
+M = TypeVar("M", bound=CommandArgs)
+
+
+def parse_args(model: type[M], text: str, command: str) -> M:
+    """Read `text` (what follows the command) into `model`; raises UsageError."""
+    params = _params(model)
+    tail = next((p for p in params if p.kind == "rest"), None)
+    if tail is None:
+        return parse_words(model, split_words(text), command)
+    switches = {p.switch: p for p in params if p.kind in ("option", "flag")}
+    values: dict[str, Any] = {}
+    remaining = text.strip()
+    while remaining:  # leading options; the first other word starts the tail, as typed
+        head, *after = remaining.split(maxsplit=1)
+        p = switches.get(head.lower())
+        if p is None or p.kind != "flag":
+            break
+        values[p.field] = True
+        remaining = after[0].strip() if after else ""
+    if remaining:
+        values[tail.field] = remaining
+    elif tail.required:
+        raise UsageError("")
+    return _validate(model, values, command)
+
+
+def parse_words(model: type[M], words: list[str], command: str) -> M:
+    """Read already split `words` into `model`; raises UsageError."""
+    params = _params(model)
+    switches = {p.switch: p for p in params if p.kind in ("option", "flag")}
+    values: dict[str, Any] = {}
+    positional: list[str] = []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        p = switches.get(w)
+        if p is not None and p.kind == "option":
+            if i + 1 >= len(words):
+                raise UsageError(f"`{w}` needs a value.")
+            values[p.field] = words[i + 1]
+            i += 2
+            continue
+        if p is not None:
+            values[p.field] = True
+        elif w.startswith("--"):
+            raise UsageError(f"Unknown option `{w[:40]}`.")
+        else:
+            positional.append(w)
+        i += 1
+    slots = [p for p in params if p.kind == "word"]
+    required = sum(p.required for p in slots)
+    if not required <= len(positional) <= len(slots):
+        raise UsageError(model.words_needed.format(command=command))
+    values.update({p.field: w for p, w in zip(slots, positional, strict=False)})
+    return _validate(model, values, command)
+
+
+def _validate(model: type[M], values: dict[str, Any], command: str) -> M:
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        # The value is not echoed back: the declaration's own words say what is expected.
+        fields = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
+        shown = [p.metavar or p.switch for p in _params(model) if p.field in fields]
+        needed = model.words_needed.format(command=command)
+        raise UsageError(needed or f"Check {', '.join(shown) or 'the arguments'}.") from None
+
+
+Run = Callable[[CommandContext, M], Awaitable[Reply]]
+
+
+def declared(
+    name: str,
+    summary: str,
+    args: type[M],
+    run: Run[M],
+    *,
+    permission: str | None = None,
+    personal: bool = False,
+    timed: bool = True,
+    usage: str | None = None,
+) -> Command:
+    """A command whose arguments `args` declares: its usage line comes from the declaration,
+    and words that do not fit it are answered with what is wrong and the usage (`usage`, if
+    the command explains more than its syntax)."""
+    line = f"/{name} {syntax(args)}".strip()
+    shown = usage if usage is not None else f"Usage: `{line}`"
+
+    async def handler(ctx: CommandContext, text: str) -> Reply:
+        try:
+            parsed = parse_args(args, text, f"/{name}")
+        except UsageError as exc:
+            return usage_reply(str(exc), shown)
+        return await run(ctx, parsed)
+
+    return Command(name, line, summary, handler, permission, personal, timed)
+
+
+def usage_reply(problem: str, usage: str) -> Reply:
+    return Reply("\n\n".join(t for t in (problem, usage) if t), ok=False, ephemeral=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Verb(Generic[M]):
+    """One verb of a command with several (`/digest add ...`, `/digest list`): the verbs that
+    share its arguments, the permission it needs, and what runs it (given the verb typed)."""
+
+    names: tuple[str, ...]
+    args: type[M]
+    run: Callable[[CommandContext, str, M], Awaitable[Reply]]
+    permission: str | None = None
+
+    def usage(self, command: str) -> str:
+        return f"/{command} {'|'.join(self.names)} {syntax(self.args)}".strip()
+
+
+def verbs_usage(name: str, verbs: Sequence[Verb[Any]]) -> str:
+    """`Usage: `/digest add SCHEDULE KIND ...`, `/digest list`, ...`, one verb after another."""
+    return "Usage: " + ", ".join(f"`{v.usage(name)}`" for v in verbs) + "."
+
+
+def with_verbs(
+    name: str,
+    summary: str,
+    verbs: Sequence[Verb[Any]],
+    *,
+    default: str,
+    permission: str | None = None,
+    unknown_permission: str | None = None,
+    notes: str = "",
+) -> Command:
+    """A command of verbs, each declared by a `Verb`. No verb runs `default`; an unknown one
+    is answered with the usage of all of them (after `unknown_permission`, so people who may
+    use none of them learn nothing from it). `notes` follows the usage lines."""
+    table = {n: v for v in verbs for n in v.names}
+    usage = verbs_usage(name, verbs) + (f"\n{notes}" if notes else "")
+
+    async def handler(ctx: CommandContext, text: str) -> Reply:
+        try:
+            words = split_words(text)
+        except UsageError as exc:
+            return usage_reply(str(exc), usage)
+        typed = words[0].lower() if words else default
+        verb = table.get(typed)
+        if verb is None:
+            if unknown_permission:
+                ctx.session.require(unknown_permission)
+            return usage_reply("", usage)
+        if verb.permission:
+            ctx.session.require(verb.permission)
+        try:
+            parsed = parse_words(verb.args, words[1:], f"/{name} {typed}")
+            return await verb.run(ctx, typed, parsed)
+        except UsageError as exc:
+            return usage_reply(str(exc), usage)
+
+    head = f"/{name} {'|'.join(table)} ..."
+    return Command(name, head, summary, handler, permission)
+
+
 def help_text(ctx: CommandContext) -> str:
     lines = ["**Threadline** answers questions in this thread. Mention me or use a command:", ""]
     for c in ctx.commands:
@@ -134,20 +397,20 @@ async def _help(ctx: CommandContext, _args: str) -> Reply:
     return Reply(help_text(ctx), ephemeral=True)
 
 
-async def _ask(ctx: CommandContext, args: str) -> Reply:
-    head, *rest = args.split(maxsplit=1) or [""]
-    voice = head.lower() == "--voice"
-    question = (rest[0].strip() if rest else "") if voice else args
-    if not question:
-        return Reply("Usage: `/ask [--voice] QUESTION`", ok=False, ephemeral=True)
-    if not voice:
-        return await ctx.ask(question)
+class AskArgs(CommandArgs):
+    voice: bool = flag()
+    question: str = rest("QUESTION")
+
+
+async def _ask(ctx: CommandContext, args: AskArgs) -> Reply:
+    if not args.voice:
+        return await ctx.ask(args.question)
     # Refused before the model runs: no tokens spent on an answer that was asked for as audio.
     ctx.session.require("tts")
-    reply = await ctx.ask(question)
+    reply = await ctx.ask(args.question)
     if ctx.speak is None:
         return replace(reply, notices=(*reply.notices, messages.VOICE_NOT_SET_UP))
-    return await ctx.speak(reply, question)
+    return await ctx.speak(reply, args.question)
 
 
 async def _budget(ctx: CommandContext, _args: str) -> Reply:
@@ -179,12 +442,12 @@ def builtin_commands() -> list[Command]:
         Command(
             "help", "/help", "what I can do and the commands you can use", _help, personal=True
         ),
-        Command(
+        declared(
             "ask",
-            "/ask [--voice] QUESTION",
             "ask a question (same as mentioning me); --voice also reads the answer aloud",
+            AskArgs,
             _ask,
-            "ask",
+            permission="ask",
         ),
         Command(
             "budget", "/budget", "your token and voice budgets for today", _budget, personal=True

@@ -12,10 +12,23 @@ subscription belongs to the channel it was made in: IDs of other channels read a
 
 from __future__ import annotations
 
-import shlex
 from datetime import datetime
+from typing import Annotated, Any
 
-from core.commands import Command, CommandContext
+from pydantic import BeforeValidator, Field
+
+from core.commands import (
+    Command,
+    CommandArgs,
+    CommandContext,
+    UsageError,
+    Verb,
+    flag,
+    option,
+    verbs_usage,
+    with_verbs,
+    word,
+)
 from core.digest import messages
 from core.digest.kinds import KINDS
 from core.digest.runner import DigestRunner, encode_roles, schedule_of
@@ -25,84 +38,56 @@ from core.request import Reply
 from core.store.limits import overlong
 from core.store.models import DigestSubscription, TenantSetting
 
-USAGE = (
-    "Usage: `/digest add SCHEDULE KIND [--tz ZONE] [--skip-empty] [--repo NAME] [--voice]`, "
-    "`/digest list`, `/digest remove|pause|resume|run ID`, `/digest timezone ZONE`.\n"
+NOTES = (
     f'SCHEDULE: {", ".join(PRESETS)} or 5 cron fields in quotes, e.g. "0 9 * * 1-5". '
     f"KIND: {', '.join(sorted(KINDS))}."
 )
 MAX_PER_CHANNEL = 20
-_QUOTES = str.maketrans({"“": '"', "”": '"', "‘": "'", "’": "'"})  # Slack and phones curl them
 
 
-class _Usage(Exception):
+class AddArgs(CommandArgs):
+    words_needed = "Give a schedule and a kind."
+    schedule: str = word("SCHEDULE")
+    kind: str = word("KIND")
+    tz: str | None = option("ZONE")
+    skip_empty: bool = flag()
+    repo: str | None = option("NAME")
+    voice: bool = flag()
+
+
+class NoArgs(CommandArgs):
     pass
+
+
+class IdArgs(CommandArgs):
+    words_needed = "`{command}` needs the digest's number (see `/digest list`)."
+    id: Annotated[int, BeforeValidator(lambda v: v.lstrip("#")), Field(ge=0)] = word("ID")
+
+
+class ZoneArgs(CommandArgs):
+    zone: str | None = word("ZONE", None)
 
 
 def digest_commands(store: DigestStore, runner: DigestRunner) -> list[Command]:
     def voice_available() -> bool:
         return runner.speak is not None
 
-    async def digest(ctx: CommandContext, args: str) -> Reply:
-        try:
-            words = shlex.split(args.translate(_QUOTES))
-        except ValueError:
-            return Reply("Unbalanced quotes. " + USAGE, ok=False, ephemeral=True)
-        verb = words[0].lower() if words else "list"
-        rest = words[1:]
-        try:
-            if verb == "list":
-                ctx.session.require("ask")
-                return await _list(ctx)
-            if verb == "timezone":
-                ctx.session.require("admin")
-                return await _timezone(ctx, rest)
-            ctx.session.require("digest.manage")
-            if verb == "add":
-                return await _add(ctx, rest)
-            if verb in ("remove", "pause", "resume", "run"):
-                return await _by_id(ctx, verb, rest)
-        except _Usage as exc:
-            return Reply(f"{exc}\n\n{USAGE}", ok=False, ephemeral=True)
-        return Reply(USAGE, ok=False, ephemeral=True)
-
-    async def _add(ctx: CommandContext, words: list[str]) -> Reply:
+    async def _add(ctx: CommandContext, _verb: str, args: AddArgs) -> Reply:
         who = ctx.session.identity
-        options: dict[str, str | None] = {"--tz": None, "--repo": None}
-        flags = {"--skip-empty": False, "--voice": False}
-        positional: list[str] = []
-        i = 0
-        while i < len(words):
-            w = words[i]
-            if w in options:
-                if i + 1 >= len(words):
-                    raise _Usage(f"`{w}` needs a value.")
-                options[w] = words[i + 1]
-                i += 2
-                continue
-            if w in flags:
-                flags[w] = True
-            elif w.startswith("--"):
-                raise _Usage(f"Unknown option `{w[:40]}`.")
-            else:
-                positional.append(w)
-            i += 1
-        if len(positional) != 2:
-            raise _Usage("Give a schedule and a kind.")
-        schedule_text, kind = positional[0], positional[1].lower()
+        schedule_text, kind = args.schedule, args.kind.lower()
         for what, given, limit in (
             ("The schedule", " ".join(schedule_text.strip().strip("\"'").split()), MAX_CRON),
-            ("The time zone", (options["--tz"] or "").strip(), MAX_ZONE),
-            ("The repository name", options["--repo"] or "", MAX_REPO),
+            ("The time zone", (args.tz or "").strip(), MAX_ZONE),
+            ("The repository name", args.repo or "", MAX_REPO),
         ):
             if len(given) > limit:
                 return Reply(messages.too_long(what, len(given), limit), ok=False, ephemeral=True)
         if kind not in KINDS:
-            raise _Usage(f"Unknown kind `{kind[:40]}`.")
+            raise UsageError(f"Unknown kind `{kind[:40]}`.")
         missing = KINDS[kind].missing(ctx.session)
         if missing:
             return Reply(messages.kind_needs(kind, missing), ok=False, ephemeral=True)
-        if flags["--voice"]:
+        if args.voice:
             if not voice_available():
                 return Reply(
                     "`--voice` needs voice replies, which are not set up here: add the digest "
@@ -111,19 +96,19 @@ def digest_commands(store: DigestStore, runner: DigestRunner) -> list[Command]:
                     ephemeral=True,
                 )
             ctx.session.require("tts")
-        if options["--repo"] and not KINDS[kind].needs_repo:
-            raise _Usage(f"`--repo` applies to repo-changes digests, not {kind}.")
+        if args.repo and not KINDS[kind].needs_repo:
+            raise UsageError(f"`--repo` applies to repo-changes digests, not {kind}.")
         # Only a repository of the registry that this channel may read, by its exact name.
-        if options["--repo"] and await runner.repos.find(ctx.session, options["--repo"]) is None:
+        if args.repo and await runner.repos.find(ctx.session, args.repo) is None:
             return Reply(
-                f"There is no repository `{options['--repo'][:64]}` here.", ok=False, ephemeral=True
+                f"There is no repository `{args.repo[:64]}` here.", ok=False, ephemeral=True
             )
-        tz = options["--tz"] or await store.tenant_zone(who.platform, who.tenant) or "UTC"
+        tz = args.tz or await store.tenant_zone(who.platform, who.tenant) or "UTC"
         try:
             schedule = parse_schedule(schedule_text, tz)
             schedule.check_interval(ctx.now)
         except ScheduleError as exc:
-            raise _Usage(f"{str(exc)[:300]}.") from None
+            raise UsageError(f"{str(exc)[:300]}.") from None
         existing = await store.for_channel(who.platform, who.tenant, who.channel)
         if len(existing) >= MAX_PER_CHANNEL:
             return Reply(
@@ -140,9 +125,9 @@ def digest_commands(store: DigestStore, runner: DigestRunner) -> list[Command]:
             kind=kind,
             cron=schedule.cron,
             tz=schedule.tz,
-            repo=options["--repo"],
-            skip_empty=flags["--skip-empty"],
-            voice=flags["--voice"],
+            repo=args.repo,
+            skip_empty=args.skip_empty,
+            voice=args.voice,
         )
         # What the platform handed in (ids) is bounded by the table too.
         if (long := overlong(DigestSubscription, new.model_dump())) is not None:
@@ -153,11 +138,11 @@ def digest_commands(store: DigestStore, runner: DigestRunner) -> list[Command]:
             f"Digest #{sub.id} added: {_describe(sub)}. Next: {_when(nxt, ctx.now)}.",
         )
 
-    async def _list(ctx: CommandContext) -> Reply:
+    async def _list(ctx: CommandContext, _verb: str, _args: NoArgs) -> Reply:
         who = ctx.session.identity
         subs = await store.for_channel(who.platform, who.tenant, who.channel)
         if not subs:
-            return Reply("No digests in this channel. " + USAGE.split("\n")[0], ephemeral=True)
+            return Reply("No digests in this channel. " + usage_line, ephemeral=True)
         lines = [f"**Digests in this channel** ({len(subs)}):"]
         for sub in subs:
             if sub.paused:
@@ -171,10 +156,8 @@ def digest_commands(store: DigestStore, runner: DigestRunner) -> list[Command]:
             lines.append(f"- #{sub.id} {_describe(sub)} — {when}")
         return Reply("\n".join(lines), ephemeral=True)
 
-    async def _by_id(ctx: CommandContext, verb: str, words: list[str]) -> Reply:
-        if len(words) != 1 or not words[0].lstrip("#").isdigit():
-            raise _Usage(f"`/digest {verb}` needs the digest's number (see `/digest list`).")
-        sub_id = int(words[0].lstrip("#"))
+    async def _by_id(ctx: CommandContext, verb: str, args: IdArgs) -> Reply:
+        sub_id = args.id
         sub = await store.get(sub_id)
         who = ctx.session.identity
         if sub is None or (sub.platform, sub.tenant, sub.channel) != (
@@ -194,35 +177,43 @@ def digest_commands(store: DigestStore, runner: DigestRunner) -> list[Command]:
             "*Preview (not posted to the channel):*\n\n" + digest.text, attachments=digest.audio
         )
 
-    async def _timezone(ctx: CommandContext, words: list[str]) -> Reply:
+    async def _timezone(ctx: CommandContext, _verb: str, args: ZoneArgs) -> Reply:
         who = ctx.session.identity
-        if not words:
+        if args.zone is None:
             current = await store.tenant_zone(who.platform, who.tenant) or "UTC (not set)"
             return Reply(f"Default time zone for digests here: {current}.", ephemeral=True)
-        if len(words[0]) > MAX_ZONE:
+        if len(args.zone) > MAX_ZONE:
             return Reply(
-                messages.too_long("The time zone", len(words[0]), MAX_ZONE),
+                messages.too_long("The time zone", len(args.zone), MAX_ZONE),
                 ok=False,
                 ephemeral=True,
             )
         try:
-            name = str(iana_zone(words[0]))
+            name = str(iana_zone(args.zone))
         except ScheduleError as exc:
-            raise _Usage(f"{exc}.") from None
+            raise UsageError(f"{exc}.") from None
         setting = {"platform": who.platform, "tenant": who.tenant, "updated_by": who.user}
         if (long := overlong(TenantSetting, setting)) is not None:
             return Reply(messages.field_too_long(*long), ok=False, ephemeral=True)
         await store.set_tenant_zone(who.platform, who.tenant, name, who.user)
         return Reply(f"New digests here default to {name}.")
 
-    return [
-        Command(
-            "digest",
-            "/digest add|list|remove|pause|resume|run ...",
-            "scheduled digests of this channel",
-            digest,
-        )
+    verbs: list[Verb[Any]] = [
+        Verb(("add",), AddArgs, _add, "digest.manage"),
+        Verb(("list",), NoArgs, _list, "ask"),
+        Verb(("remove", "pause", "resume", "run"), IdArgs, _by_id, "digest.manage"),
+        Verb(("timezone",), ZoneArgs, _timezone, "admin"),
     ]
+    usage_line = verbs_usage("digest", verbs)
+    command = with_verbs(
+        "digest",
+        "scheduled digests of this channel",
+        verbs,
+        default="list",
+        unknown_permission="digest.manage",
+        notes=NOTES,
+    )
+    return [command]
 
 
 def _describe(sub: DigestSubscription) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.commands import Command, CommandContext
+from core.commands import Command, CommandArgs, CommandContext, declared, rest
 from core.errors import Refusal
 from core.memory.history import HistoryStore, is_summary
 from core.request import Reply
@@ -18,11 +18,13 @@ from core.tts import messages
 from core.tts.service import VoiceService
 
 
+class TtsArgs(CommandArgs):
+    text: str = rest("TEXT")
+
+
 def voice_commands(voice: VoiceService, history: HistoryStore) -> list[Command]:
-    async def tts(ctx: CommandContext, args: str) -> Reply:
-        if not args.strip():
-            return Reply(messages.TTS_USAGE, ok=False, ephemeral=True)
-        return await voice.speak(ctx.session, args, title=args)
+    async def tts(ctx: CommandContext, args: TtsArgs) -> Reply:
+        return await voice.speak(ctx.session, args.text, title=args.text)
 
     async def read_last(ctx: CommandContext, _args: str) -> Reply:
         thread = await history.load(ctx.session.conversation)
@@ -34,7 +36,14 @@ def voice_commands(voice: VoiceService, history: HistoryStore) -> list[Command]:
 
     return [
         Command("voice", "/voice", "read my last answer in this thread aloud", read_last, "tts"),
-        Command("tts", "/tts TEXT", "read the given text aloud", tts, "tts"),
+        declared(
+            "tts",
+            "read the given text aloud",
+            TtsArgs,
+            tts,
+            permission="tts",
+            usage=messages.TTS_USAGE,
+        ),
     ]
 
 
