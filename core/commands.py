@@ -140,6 +140,8 @@ class CommandArgs(BaseModel):
     # What to say when the positional words are missing, extra or invalid; `{command}` is the
     # command as typed (`/digest remove`). Default: the usage alone.
     words_needed: ClassVar[str] = ""
+    # Quotes group words (`"0 9 * * 1-5"`); off where a quote is just a character of a word.
+    quotes: ClassVar[bool] = True
 
 
 def _meta(kind: Kind, metavar: str) -> dict[str, Any]:
@@ -224,7 +226,8 @@ def parse_args(model: type[M], text: str, command: str) -> M:
     params = _params(model)
     tail = next((p for p in params if p.kind == "rest"), None)
     if tail is None:
-        return parse_words(model, split_words(text), command)
+        words = split_words(text) if model.quotes else text.split()
+        return parse_words(model, words, command)
     switches = {p.switch: p for p in params if p.kind in ("option", "flag")}
     values: dict[str, Any] = {}
     remaining = text.strip()

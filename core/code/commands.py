@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from core.code import messages
 from core.code.indexer import Indexer, Stage
 from core.code.repos import RepoError, RepoStore
-from core.commands import Command, CommandContext
+from core.commands import Command, CommandArgs, CommandContext, declared, word
 from core.request import Attachment, Reply
 
 if TYPE_CHECKING:
@@ -89,11 +89,14 @@ def _overlong_repo(name: str) -> str | None:
     return core_messages.too_long("a repository name", len(name), limit)
 
 
+class IndexArgs(CommandArgs):
+    quotes = False  # a repository name is one word as typed
+    name: str = word("NAME")
+
+
 def code_commands(store: RepoStore, indexer: Indexer) -> list[Command]:
-    async def index(ctx: CommandContext, args: str) -> Reply:
-        name = args.strip()
-        if not name or len(name.split()) != 1:
-            return Reply(messages.INDEX_USAGE, ok=False, ephemeral=True)
+    async def index(ctx: CommandContext, args: IndexArgs) -> Reply:
+        name = args.name
         if (long := _overlong_repo(name)) is not None:
             return Reply(long, ok=False, ephemeral=True)
         repo = await store.find(ctx.session, name)
@@ -143,15 +146,16 @@ def code_commands(store: RepoStore, indexer: Indexer) -> list[Command]:
         return await _with_picture(ctx, answer.text, answer.view, confident=request.confident)
 
     return [
-        Command(
+        declared(
             "index",
-            "/index NAME",
             "re-index a code repository and report what changed",
+            IndexArgs,
             index,
-            "code.index",
+            permission="code.index",
             # A large repository takes minutes; it reports progress in the thread, and work cut
             # off at the request deadline would only be redone by the next `/index`.
             timed=False,
+            usage=messages.INDEX_USAGE,
         ),
         Command(
             "graph",

@@ -82,3 +82,14 @@ def test_a_field_must_be_declared_as_a_command_argument() -> None:
 
     with pytest.raises(TypeError, match="word/rest/option/flag"):
         syntax(Loose)
+
+
+class NameArgs(CommandArgs):
+    quotes = False
+    name: str = word("NAME")
+
+
+def test_without_quotes_a_quote_is_part_of_the_word() -> None:
+    assert parse_args(NameArgs, "it's", "/index").name == "it's"
+    with pytest.raises(UsageError):
+        parse_args(NameArgs, '"my repo"', "/index")
