@@ -393,15 +393,17 @@ async def _database_ready(app: App) -> bool:
 
 
 def _identity(args: argparse.Namespace) -> ConsoleIdentity:
+    from dataclasses import replace
+
     from adapters.console.translate import ConsoleIdentity
 
-    fields: dict[str, object] = {"tenant": args.tenant, "channel": args.channel}
-    fields["roles"] = tuple(args.role)
+    # Thread and user keep their defaults (a fresh thread, the OS user) unless given.
+    who = ConsoleIdentity(tenant=args.tenant, channel=args.channel, roles=tuple(args.role))
     if args.thread:
-        fields["thread"] = args.thread
+        who = replace(who, thread=args.thread)
     if args.user:
-        fields["user"] = args.user
-    return ConsoleIdentity(**fields)  # type: ignore[arg-type]
+        who = replace(who, user=args.user)
+    return who
 
 
 async def _ask(app: App, args: argparse.Namespace) -> int:
@@ -488,11 +490,11 @@ async def _run_adapters(app: App, shutdown: Shutdown | None) -> int:
             return await _beside_discord(app, slack, shutdown)
         if slack is not None:
             return await slack
-    from adapters.console.outbox import ConsoleOutbox
+    from adapters.console.outbox import ConsoleAdapter
     from bot.delivery import delivering
 
-    printer = ConsoleOutbox(s.data_dir / "attachments")
-    async with delivering(app, "console", printer.deliver):  # a digest is printed here
+    printer = ConsoleAdapter(s.data_dir / "attachments")
+    async with delivering(app.outbox, printer):  # a digest is printed here
         return await _chat(app, ConsoleIdentity())
 
 

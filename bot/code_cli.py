@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from bot.app import App
     from config.settings import Settings
+    from core.code.graph.query import Section
     from core.code.results import CodeResult
     from core.store.models import Repo
 
@@ -275,13 +276,14 @@ async def graph_command(app: App, args: argparse.Namespace) -> int:
     if not args.symbol:
         print("graph: give a SYMBOL, or --repo NAME --edges", file=sys.stderr)
         return EXIT_USAGE
-    sections = tuple(name for name in ("callers", "callees", "hierarchy") if getattr(args, name))
+    wanted: tuple[Section, ...] = ("callers", "callees", "hierarchy")
+    sections = tuple(name for name in wanted if getattr(args, name))
     answer = await describe(
         app.db,
         {r.id: r.name for r in repos if r.id is not None},
         args.symbol,
         depth=args.depth,
-        sections=sections or SECTIONS,  # type: ignore[arg-type]
+        sections=sections or SECTIONS,
     )
     text = answer.text
     if args.image is not None and answer.view is not None:

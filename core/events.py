@@ -11,6 +11,7 @@ thread that was archived).
 from __future__ import annotations
 
 from core.store.engine import Database
+from core.store.tables import table_of
 
 
 class EventLedger:
@@ -22,10 +23,10 @@ class EventLedger:
         from core.store.models import ProcessedEvent, utcnow
 
         stmt = self._db.insert_ignore(
-            ProcessedEvent.__table__,  # type: ignore[attr-defined]
+            table_of(ProcessedEvent),
             {"platform": platform, "tenant": tenant, "event_key": key[:255], "at": utcnow()},
             ["platform", "tenant", "event_key"],
-        ).returning(ProcessedEvent.__table__.c.id)  # type: ignore[attr-defined]
+        ).returning(table_of(ProcessedEvent).c.id)
         # RETURNING, not rowcount: psycopg reports no reliable rowcount for ON CONFLICT here.
         async with self._db.session() as s:
             won = (await s.exec(stmt)).first()
@@ -96,7 +97,7 @@ class EventLedger:
         from core.store.models import DeliveredPart, utcnow
 
         stmt = self._db.insert_ignore(
-            DeliveredPart.__table__,  # type: ignore[attr-defined]
+            table_of(DeliveredPart),
             {
                 "at": utcnow(),
                 "platform": platform,

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
 from core.store.engine import Database
+from core.store.tables import table_of
 
 if TYPE_CHECKING:
     from sqlalchemy import ColumnElement
@@ -141,7 +142,7 @@ class QuotaLedger:
             # The insert comes first: it is a write, so on SQLite the transaction holds the
             # write lock before it reads, and the read-then-update below cannot race.
             for lim in limits:
-                table = QuotaUsage.__table__  # type: ignore[attr-defined]
+                table = table_of(QuotaUsage)
                 await s.exec(self._db.insert_ignore(table, _row(lim.key, day), _KEYS))
             usage_ids = [_required(await self._usage_id(s, lim.key, day)) for lim in limits]
             await _sweep(s, usage_ids, now)

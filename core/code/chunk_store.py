@@ -21,6 +21,7 @@ from typing import Any
 from core.code.chunking import CHUNK_FORMAT, Chunk, chunk_file, embed_digest
 from core.code.redact import redact
 from core.store.engine import Database
+from core.store.tables import table_of
 
 BATCH = 50  # files per worker-thread call and per transaction
 _CHUNK_LOCK_SPACE = 0x74636B  # "tck": the advisory-lock key space of chunk writes
@@ -65,7 +66,7 @@ async def chunk_format(db: Database, repo_id: int) -> int:
 async def record_chunk_format(db: Database, repo_id: int) -> None:
     from core.store.models import RepoChunkFormat
 
-    table = RepoChunkFormat.__table__  # type: ignore[attr-defined]
+    table = table_of(RepoChunkFormat)
     values = {"repo_id": repo_id, "version": CHUNK_FORMAT}
     async with db.session() as s:
         await s.exec(db.upsert(table, values, ["repo_id"], ["version"]))
@@ -136,7 +137,7 @@ async def replace_chunks(
             ]
             # Plain rows: adding model objects one by one cost the ORM's unit of work several
             # times the chunking itself.
-            await db.insert_rows(s, CodeChunk.__table__, rows)  # type: ignore[attr-defined]
+            await db.insert_rows(s, table_of(CodeChunk), rows)
             written += len(rows)
     return written
 

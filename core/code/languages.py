@@ -15,17 +15,20 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tree_sitter import Parser
+    from tree_sitter_language_pack import SupportedLanguage
 
 
 @dataclass(frozen=True, slots=True)
 class LanguageSpec:
-    name: str  # the tree-sitter-language-pack name, also the chunk's `language`
+    name: SupportedLanguage  # the tree-sitter-language-pack name, also the chunk's `language`
     classes: frozenset[str]
     functions: frozenset[str]
     wrappers: frozenset[str] = frozenset()  # a definition's parent of this type lends its range
 
 
-def _spec(name: str, classes: str, functions: str, wrappers: str = "") -> tuple[str, LanguageSpec]:
+def _spec(
+    name: SupportedLanguage, classes: str, functions: str, wrappers: str = ""
+) -> tuple[str, LanguageSpec]:
     return name, LanguageSpec(
         name, frozenset(classes.split()), frozenset(functions.split()), frozenset(wrappers.split())
     )
@@ -137,6 +140,6 @@ def parser_for(language: str) -> Parser:
     if parser is None:
         from tree_sitter_language_pack import get_parser
 
-        parser = get_parser(SPECS[language].name)  # type: ignore[arg-type]
+        parser = get_parser(SPECS[language].name)
         cache[language] = parser
     return parser

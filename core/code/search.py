@@ -37,6 +37,7 @@ from core.code.roles import role_of
 from core.code.selection import still_readable
 from core.code.store_socket import HolderGone, UnknownRepository
 from core.code.vectors import Mode, SearchHit, VectorStore, VectorStoreError
+from core.store.tables import table_of
 
 if TYPE_CHECKING:
     from core.store.engine import Database
@@ -219,7 +220,7 @@ class CodeSearch:
         # Only if no chunk changed while embedding (another process may index meanwhile).
         if key is None or await self._wanted(repo_id) != synced:
             return
-        table = VectorSync.__table__  # type: ignore[attr-defined]
+        table = table_of(VectorSync)
         values = {"repo_id": repo_id, "collection": key, "synced_at": utcnow()}
         async with self._db.session() as s:
             # Markers of this collection's earlier stores (or payload formats) mean nothing now.

@@ -37,6 +37,7 @@ from core.code.selection import (
     printable_name,
     skipped_dir,
 )
+from core.store.tables import table_of
 
 if TYPE_CHECKING:
     from core.code.graph.pool import GraphWorkers
@@ -169,7 +170,7 @@ async def index_repo(
     seen = {f.path for f in tree}
     stamp = now()
     done = unchanged
-    table = RepoFile.__table__  # type: ignore[attr-defined]
+    table = table_of(RepoFile)
     for start in range(0, len(to_hash), HASH_BATCH):
         batch = await asyncio.to_thread(_hash_batch, root, to_hash[start : start + HASH_BATCH])
         records: list[dict[str, Any]] = []

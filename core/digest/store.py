@@ -22,6 +22,7 @@ from sqlmodel import col, select
 from core.store.engine import Database
 from core.store.limits import column_limit
 from core.store.models import MAX_ROW_ID, DigestRun, DigestSubscription, TenantSetting
+from core.store.tables import table_of
 
 DEFAULT_LEASE = timedelta(minutes=5)
 FINAL_STATES = frozenset({"posted", "empty", "skipped", "failed"})
@@ -142,7 +143,7 @@ class DigestStore:
         async with self._db.session() as s:
             await s.exec(
                 self._db.upsert(
-                    TenantSetting.__table__,  # type: ignore[attr-defined]
+                    table_of(TenantSetting),
                     values,
                     ["platform", "tenant", "key"],
                     ["value", "updated_by", "updated_at"],

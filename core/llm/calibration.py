@@ -9,6 +9,7 @@ from __future__ import annotations
 from core.llm.providers import ProviderSpec
 from core.memory.tokens import TokenCounter
 from core.store.engine import Database
+from core.store.tables import table_of
 
 SAVE_EVERY = 5  # calibrations between writes: one small upsert, not one per model call
 
@@ -37,7 +38,7 @@ class CalibrationStore:
         from core.store.models import ModelCalibration, utcnow
 
         stmt = self._db.upsert(
-            ModelCalibration.__table__,  # type: ignore[attr-defined]
+            table_of(ModelCalibration),
             {
                 "provider": spec.name[:64],
                 "model": spec.model[:128],

@@ -21,6 +21,7 @@ from sqlalchemy import delete, update
 
 from core.store.engine import Database
 from core.store.models import AuditEntry, McpConfirmation
+from core.store.tables import table_of
 
 if TYPE_CHECKING:
     from core.mcp.confirm import ConfirmationPrompt
@@ -114,7 +115,7 @@ class ConfirmationStore:
             expires_at=prompt.expires_at,
             details=prompt.details if prompt.abridged and prompt.details else None,
         )
-        t = McpConfirmation.__table__  # type: ignore[attr-defined]
+        t = table_of(McpConfirmation)
         old = delete(t).where(t.c.expires_at < self._clock() - KEEP)
         async with self._db.session() as s:
             await s.exec(old)
@@ -147,7 +148,7 @@ class ConfirmationStore:
             await self._audit(found, "confirm_ignored", f"answer by another user ({user[:64]})")
             return Answered("ignored", found)
         now = self._clock()
-        t = McpConfirmation.__table__  # type: ignore[attr-defined]
+        t = table_of(McpConfirmation)
         state: State = "confirmed" if approve else "declined"
         stmt = (
             update(t)
@@ -171,7 +172,7 @@ class ConfirmationStore:
     ) -> Confirmation | None:
         """End it unanswered (`state`: one of UNANSWERED) if still pending; return it as it
         now stands (answered ones stay so)."""
-        t = McpConfirmation.__table__  # type: ignore[attr-defined]
+        t = table_of(McpConfirmation)
         stmt = (
             update(t)
             .where(t.c.id == confirmation_id, t.c.state == PENDING)

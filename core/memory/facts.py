@@ -32,6 +32,7 @@ from core.memory.ranking import rank
 from core.session import ToolSession
 from core.store.engine import Database
 from core.store.models import MAX_ROW_ID
+from core.store.tables import table_of
 
 if TYPE_CHECKING:
     from sqlalchemy import ColumnElement
@@ -155,7 +156,7 @@ class MemoryStore:
             "fingerprint": fingerprint(fact),
         }
         key = [col(getattr(MemoryItem, name)) == values[name] for name in _KEYS]
-        table = MemoryItem.__table__  # type: ignore[attr-defined]
+        table = table_of(MemoryItem)
         async with self._db.session() as s:
             # Insert first, select after: a concurrent save of the same fact either waits for
             # this one (PostgreSQL: the unique index; SQLite: the write lock) and then finds

@@ -26,6 +26,7 @@ from core.request import ConversationKey
 from core.session import ToolSession
 from core.skills.index import IndexText, SkillRanker, render_index
 from core.skills.library import Skill, SkillLibrary
+from core.store.tables import table_of
 
 log = logging.getLogger(__name__)
 
@@ -228,7 +229,7 @@ class Skills:
         async with self._db.session() as s:
             await s.exec(
                 self._db.insert_ignore(
-                    ThreadSkill.__table__,  # type: ignore[attr-defined]
+                    table_of(ThreadSkill),
                     values,
                     ["platform", "tenant", "channel", "thread", "skill"],
                 )

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 
 from sqlmodel import SQLModel
 
+from core.store.tables import table_of
+
 # Where each part of a request's identity is stored, under which column names: the identity
 # may be no longer than the narrowest of them (a user id is also a memory item's author, a
 # quota's subject, a user-scoped item's scope key).
@@ -23,7 +25,7 @@ _IDENTITY_COLUMNS: dict[str, tuple[str, ...]] = {
 
 def column_limit(model: type[SQLModel], name: str) -> int:
     """The length of a string column of `model`."""
-    length = getattr(model.__table__.c[name].type, "length", None)  # type: ignore[attr-defined]
+    length = getattr(table_of(model).c[name].type, "length", None)
     if not isinstance(length, int):
         raise ValueError(f"{model.__name__}.{name} has no length")
     return length
@@ -32,7 +34,7 @@ def column_limit(model: type[SQLModel], name: str) -> int:
 def overlong(model: type[SQLModel], values: Mapping[str, object]) -> tuple[str, int, int] | None:
     """The first string among `values` longer than its column of `model`: (name, length,
     limit), or None when all fit."""
-    columns = model.__table__.c  # type: ignore[attr-defined]
+    columns = table_of(model).c
     for name, value in values.items():
         limit = getattr(columns[name].type, "length", None) if name in columns else None
         if isinstance(value, str) and isinstance(limit, int) and len(value) > limit:

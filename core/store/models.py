@@ -16,7 +16,7 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _ts() -> Column:  # type: ignore[type-arg]
+def _ts() -> Column[datetime]:
     return Column(DateTime(timezone=True), nullable=False)
 
 

@@ -185,8 +185,12 @@ def parse_request(text: str) -> GraphRequest | str:
                 depth = int(value)
             i += 2
             continue
-        if word in ("--callers", "--callees", "--hierarchy"):
-            sections.append(word[2:])  # type: ignore[arg-type]
+        if word == "--callers":
+            sections.append("callers")
+        elif word == "--callees":
+            sections.append("callees")
+        elif word == "--hierarchy":
+            sections.append("hierarchy")
         elif word == "--image":
             image = True
         elif word == "--confident":

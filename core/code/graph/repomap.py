@@ -222,9 +222,11 @@ async def load_graph(db: Database, repo_id: int) -> Graph | None:
         col(edge.kind) != "contains",
     )
     async with db.session() as s:
-        # sqlmodel types `exec` for its own selects only; a core select runs all the same
-        symbols = (await s.exec(symbols_stmt)).all()  # type: ignore[call-overload]
-        edges = (await s.exec(edges_stmt)).all()  # type: ignore[call-overload]
+        # sqlmodel types `exec` for its own selects only; a Core select of columns runs on
+        # the session's connection.
+        connection = await s.connection()
+        symbols = (await connection.execute(symbols_stmt)).all()
+        edges = (await connection.execute(edges_stmt)).all()
     graph = await asyncio.to_thread(build_graph, symbols, edges)
     if len(_CACHE) >= _CACHE_SIZE:
         _CACHE.pop(next(iter(_CACHE)))
@@ -259,7 +261,7 @@ def build_graph(
             weight += (contains, contains * BACKWARD)
     for kind, spath, ssym, tpath, tsym, confidence in edges:
         a = get((spath, ssym))
-        b = get((tpath, tsym))  # type: ignore[arg-type]  # None never matches
+        b = None if tpath is None or tsym is None else get((tpath, tsym))
         w = KIND_WEIGHT.get(kind, 0.0) * confidence
         if a is None or b is None or a == b or w <= 0:
             continue
