@@ -40,7 +40,8 @@ def create_http_app(
 
         try:
             async with app.db.session() as s:
-                await s.exec(text("SELECT 1"))  # type: ignore[call-overload]
+                # sqlmodel types `exec` for its own selects; raw SQL goes to the connection.
+                await (await s.connection()).execute(text("SELECT 1"))
         except Exception:
             log.exception("health check: database unreachable")
             return JSONResponse({"status": "error", "database": "unreachable"}, status_code=503)
