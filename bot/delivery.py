@@ -1,8 +1,9 @@
 """Outbox delivery in the long-running processes: the process that owns a platform's
-connection drains that platform's outbox messages (`core.outbox.drain`) while it serves —
-Slack in `serve` and in `run` (HTTP or Socket Mode), Discord in `worker` and `run` (once the
-gateway is ready), the console in `run` without chat tokens. Each process is a lease owner
-of its own (`host:pid:random`); any number of them may drain the same platform."""
+connection drains that platform's outbox messages (`core.outbox.drain`) through its
+`ChatAdapter` while it serves — Slack in `serve` and in `run` (HTTP or Socket Mode), Discord
+in `worker` and `run` (once the gateway is ready), the console in `run` without chat tokens,
+and any platform a plugin registers the same way. Each process is a lease owner of its own
+(`host:pid:random`); any number of them may drain the same platform."""
 
 from __future__ import annotations
 
@@ -10,12 +11,9 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
-from typing import TYPE_CHECKING
 
-from core.outbox import Deliver, drain, owner_id
-
-if TYPE_CHECKING:
-    from bot.app import App
+from core.adapter import ChatAdapter
+from core.outbox import Outbox, drain, owner_id
 
 log = logging.getLogger(__name__)
 
@@ -25,9 +23,8 @@ STOP_GRACE = 20.0  # seconds the delivery in hand may take to finish on shutdown
 
 @asynccontextmanager
 async def delivering(
-    app: App,
-    platform: str,
-    deliver: Deliver,
+    outbox: Outbox,
+    adapter: ChatAdapter,
     *,
     ready: Callable[[], Awaitable[None]] | None = None,
     stop: asyncio.Event | None = None,
@@ -35,11 +32,14 @@ async def delivering(
     grace: Callable[[], float] = lambda: STOP_GRACE,
     cut: Callable[[str], None] | None = None,
 ) -> AsyncIterator[None]:
-    """Drain `platform`'s outbox while the block runs: after `ready()` returned (if given),
-    until the block ends or `stop` is set. On the way out the delivery in hand may finish
-    (up to `grace()` seconds: what is left of the shutdown bound), then the leases are
-    released for other processes (a cut delivery is retried by its ledger, without
-    posting a part twice); `cut` is told when that happens."""
+    """Drain the outbox of `adapter`'s platform through it while the block runs: after
+    `ready()` returned (if given), until the block ends or `stop` is set. On the way out the
+    delivery in hand may finish (up to `grace()` seconds: what is left of the shutdown bound),
+    then the leases are released for other processes (a cut delivery is retried by its
+    ledger, without posting a part twice); `cut` is told when that happens."""
+    platform = adapter.platform
+    if outbox.platforms is not None and not outbox.platforms.known(platform):
+        raise ValueError(f"platform {platform!r} is not registered: nothing is queued for it")
     done = asyncio.Event()
     owner = owner_id()
 
@@ -47,7 +47,7 @@ async def delivering(
         if ready is not None and not await _first(ready(), done):
             return  # stopped before the platform was ready
         log.info("delivering %s outbox messages (as %s)", platform, owner)
-        await drain(app.outbox, platform, owner, deliver, every=every, stop=done)
+        await drain(outbox, platform, owner, adapter.deliver_outbox, every=every, stop=done)
 
     async def forward() -> None:
         assert stop is not None

@@ -188,9 +188,8 @@ def _delivering_slack(
     from bot.delivery import delivering
 
     return delivering(
-        app,
-        "slack",
-        slack.deliver_outbox,
+        app.outbox,
+        slack,
         stop=shutdown.requested,
         grace=shutdown.remaining,
         cut=shutdown.cut,

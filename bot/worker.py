@@ -48,9 +48,8 @@ async def run_background(app: App, shutdown: Shutdown, **discord_tuning: Any) ->
         adapter = DiscordAdapter(app.core, config, app.confirmations)
         # Discord's outbox messages (digests, late replies) go out once the gateway is ready.
         async with delivering(
-            app,
-            "discord",
-            adapter.deliver_outbox,
+            app.outbox,
+            adapter,
             ready=adapter.wait_ready,
             stop=stop,
             grace=shutdown.remaining,

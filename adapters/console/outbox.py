@@ -1,6 +1,8 @@
-"""Outbox messages on the console (`threadline run` without chat tokens): a digest is printed,
-its files saved like a reply's. Printing cannot be taken back or looked up, so a process that
-dies between printing and recording prints the message again on its next start."""
+"""The console as a `ChatAdapter` (`threadline run` without chat tokens): outbox messages are
+printed, a digest's files saved like a reply's. Printing cannot be taken back or looked up,
+so a process that dies between printing and recording prints the message again on its next
+start. The conversation itself is the REPL (`adapters.console.repl`), which answers in the
+foreground: nothing is left in flight when it stops."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from adapters.console.translate import save_attachments
+from adapters.console.translate import PLATFORM, save_attachments
 from core.request import Reply
 
 if TYPE_CHECKING:
@@ -23,12 +25,23 @@ def render_outbox(message: OutboxMessage) -> str:
     return "\n\n".join(parts)
 
 
-class ConsoleOutbox:
+class ConsoleAdapter:
+    platform = PLATFORM
+
     def __init__(self, attachments_dir: Path, out: TextIO | None = None) -> None:
         self._dir = attachments_dir
         self._out = out
 
-    async def deliver(self, item: OutboxItem) -> str:
+    async def start(self) -> None:
+        """The terminal is always there."""
+
+    async def idle(self) -> None:
+        """The REPL answers in the foreground: no answer runs in the background."""
+
+    async def stop(self, grace: float) -> int:
+        return 0
+
+    async def deliver_outbox(self, item: OutboxItem) -> str:
         from rich.console import Console
         from rich.markdown import Markdown
 

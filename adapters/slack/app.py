@@ -102,7 +102,9 @@ class SlackConfig:
 
 class SlackAdapter:
     """Composes core with bolt. Build it, `await start()`, then serve `endpoint` (HTTP) or
-    `run_socket_mode()`; `aclose()` finishes in-flight work."""
+    `run_socket_mode()`; `stop()` (`aclose()`) finishes in-flight work. A `ChatAdapter`."""
+
+    platform = PLATFORM
 
     def __init__(
         self,
@@ -193,6 +195,9 @@ class SlackAdapter:
         cut = await self._work.drain(grace)
         await self._close_session()
         return cut
+
+    async def stop(self, grace: float) -> int:
+        return await self.aclose(grace)
 
     async def _close_session(self) -> None:
         if self._session is not None:
