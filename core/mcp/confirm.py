@@ -19,12 +19,14 @@ import contextlib
 import logging
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
 from core.mcp.arguments import Unshowable, details, summarize
 from core.mcp.confirm_store import Answered, Confirmation, ConfirmationStore
+
+# Defined beside the store that keeps it (no import cycle); imported from here by the adapters.
+from core.mcp.confirm_store import ConfirmationPrompt as ConfirmationPrompt
 from core.tools.context import ToolContext
 from core.tools.dispatcher import Answer
 from core.tools.registry import Tool
@@ -33,28 +35,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_POLL = 0.5  # seconds between looks at the row for an answer taken by another process
-
-
-@dataclass(frozen=True, slots=True)
-class ConfirmationPrompt:
-    id: str
-    request_id: str
-    platform: str
-    tenant: str
-    channel: str
-    thread: str
-    user: str  # the requesting user: the only one whose answer counts
-    tool: str  # as people see it: `tracker.close_issue`
-    arguments: str  # every argument, long values shortened (core/mcp/arguments.py)
-    expires_at: datetime
-    # The full arguments (indented JSON, secrets redacted, bounded), for the platforms that can
-    # show them folded away; wanted when the summary shortened or rewrote something.
-    details: str = ""
-    abridged: bool = False
-
-    @property
-    def text(self) -> str:
-        return f"Run `{self.tool}` with {self.arguments}? It may change things outside Threadline."
 
 
 class Confirmer(Protocol):

@@ -15,16 +15,13 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from sqlalchemy import delete, update
 
 from core.store.engine import Database
 from core.store.models import AuditEntry, McpConfirmation
 from core.store.tables import table_of
-
-if TYPE_CHECKING:
-    from core.mcp.confirm import ConfirmationPrompt
 
 State = Literal["pending", "confirmed", "declined", "expired", "withdrawn"]
 # Ended without an answer: its time ran out ("expired"), or its request ended first
@@ -38,6 +35,30 @@ _ID_CHARS = 64
 # How long a settled confirmation is kept: a click on an older question finds nothing (its
 # buttons were retired long before); the audit log keeps the record.
 KEEP = timedelta(days=7)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmationPrompt:
+    """A question the gate (core/mcp/confirm.py) asks and stores here before showing it."""
+
+    id: str
+    request_id: str
+    platform: str
+    tenant: str
+    channel: str
+    thread: str
+    user: str  # the requesting user: the only one whose answer counts
+    tool: str  # as people see it: `tracker.close_issue`
+    arguments: str  # every argument, long values shortened (core/mcp/arguments.py)
+    expires_at: datetime
+    # The full arguments (indented JSON, secrets redacted, bounded), for the platforms that can
+    # show them folded away; wanted when the summary shortened or rewrote something.
+    details: str = ""
+    abridged: bool = False
+
+    @property
+    def text(self) -> str:
+        return f"Run `{self.tool}` with {self.arguments}? It may change things outside Threadline."
 
 
 @dataclass(frozen=True, slots=True)

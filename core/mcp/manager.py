@@ -28,6 +28,7 @@ from core.backoff import Backoff
 from core.errors import ToolError
 from core.mcp.config import McpServerSettings
 from core.mcp.pins import UNAPPROVED, PinStatus, PinStore, canonical
+from core.mcp.resources import resource_tools
 from core.mcp.schema import MAX_SCHEMA_DEPTH, SchemaTooDeep, closed, depth, offered_schema
 from core.session import ToolSession
 from core.tools.context import ToolContext
@@ -193,8 +194,6 @@ class McpManager:
         # built-in tool) holds is never taken over, so two servers cannot evict each other.
         self._owners: dict[str, str] = {}
         if self.servers:
-            from core.mcp.resources import resource_tools
-
             for t in resource_tools(self):
                 registry.add(t)
 

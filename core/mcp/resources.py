@@ -7,7 +7,8 @@ returned as untrusted text and cut by the dispatcher like any tool result.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Protocol
 
 from pydantic import Field
 
@@ -15,9 +16,6 @@ from core.errors import ToolError
 from core.session import ToolSession
 from core.tools.context import ToolContext
 from core.tools.registry import Tool, ToolArgs, tool
-
-if TYPE_CHECKING:
-    from core.mcp.manager import McpManager
 
 MAX_LISTED = 50
 PROMPT_MAX_LISTED = 30
@@ -33,7 +31,27 @@ class ReadArgs(ToolArgs):
     uri: str = Field(..., max_length=2048, description="The resource's URI, as listed")
 
 
-def _readable(manager: McpManager, session: ToolSession) -> list[str]:
+class ResourceServer(Protocol):
+    """What these tools read of a server's state (`core.mcp.manager.ServerState`)."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def resources(self) -> Mapping[str, str]: ...  # uri -> "name: description"
+
+
+class ResourceSource(Protocol):
+    """The servers and how to read a resource: `core.mcp.manager.McpManager`, which imports
+    this module (so this one names a Protocol, not the class)."""
+
+    @property
+    def servers(self) -> Mapping[str, ResourceServer]: ...
+
+    async def read_resource(self, server: str, uri: str) -> str: ...
+
+
+def _readable(manager: ResourceSource, session: ToolSession) -> list[str]:
     return [
         name
         for name, state in manager.servers.items()
@@ -41,7 +59,7 @@ def _readable(manager: McpManager, session: ToolSession) -> list[str]:
     ]
 
 
-def resources_for_prompt(manager: McpManager, session: ToolSession) -> str | None:
+def resources_for_prompt(manager: ResourceSource, session: ToolSession) -> str | None:
     """The resources this conversation may read, for the prompt's per-request part (a
     user-role data message: the servers' words, not Threadline's); None when there are none."""
     lines: list[str] = []
@@ -65,7 +83,7 @@ def resources_for_prompt(manager: McpManager, session: ToolSession) -> str | Non
     return "\n".join([head, *lines, *tail])
 
 
-def resource_tools(manager: McpManager) -> list[Tool]:
+def resource_tools(manager: ResourceSource) -> list[Tool]:
     def check(ctx: ToolContext, server: str) -> None:
         if server not in manager.servers:
             raise ToolError(f"there is no MCP server named {server[:64]!r}")
