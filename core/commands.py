@@ -138,8 +138,9 @@ class CommandArgs(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     # What to say when the positional words are missing, extra or invalid; `{command}` is the
-    # command as typed (`/digest remove`). Default: the usage alone.
-    words_needed: ClassVar[str] = ""
+    # command as typed (`/digest remove`); "": the usage alone. Default (None): the usage for
+    # missing or extra words, and which value is invalid for an invalid one.
+    words_needed: ClassVar[str | None] = None
     # Quotes group words (`"0 9 * * 1-5"`); off where a quote is just a character of a word.
     quotes: ClassVar[bool] = True
 
@@ -271,7 +272,7 @@ def parse_words(model: type[M], words: list[str], command: str) -> M:
     slots = [p for p in params if p.kind == "word"]
     required = sum(p.required for p in slots)
     if not required <= len(positional) <= len(slots):
-        raise UsageError(model.words_needed.format(command=command))
+        raise UsageError((model.words_needed or "").format(command=command))
     values.update({p.field: w for p, w in zip(slots, positional, strict=False)})
     return _validate(model, values, command)
 
@@ -280,11 +281,15 @@ def _validate(model: type[M], values: dict[str, Any], command: str) -> M:
     try:
         return model.model_validate(values)
     except ValidationError as exc:
-        # The value is not echoed back: the declaration's own words say what is expected.
-        fields = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
-        shown = [p.metavar or p.switch for p in _params(model) if p.field in fields]
-        needed = model.words_needed.format(command=command)
-        raise UsageError(needed or f"Check {', '.join(shown) or 'the arguments'}.") from None
+        if model.words_needed is not None:
+            raise UsageError(model.words_needed.format(command=command)) from None
+        by_field = {p.field: p for p in _params(model)}
+        for error in exc.errors():
+            p = by_field.get(str(error["loc"][0])) if error["loc"] else None
+            if p is not None and p.field in values:
+                given = str(values[p.field])[:40]
+                raise UsageError(f"`{given}` is not a valid {p.metavar or p.switch}.") from None
+        raise UsageError("") from None
 
 
 Run = Callable[[CommandContext, M], Awaitable[Reply]]
@@ -345,38 +350,41 @@ def with_verbs(
     summary: str,
     verbs: Sequence[Verb[Any]],
     *,
-    default: str,
+    default: str | None = None,
     permission: str | None = None,
+    personal: bool = False,
     unknown_permission: str | None = None,
     notes: str = "",
+    usage: str | None = None,
 ) -> Command:
-    """A command of verbs, each declared by a `Verb`. No verb runs `default`; an unknown one
-    is answered with the usage of all of them (after `unknown_permission`, so people who may
-    use none of them learn nothing from it). `notes` follows the usage lines."""
+    """A command of verbs, each declared by a `Verb`. No verb runs `default` (None: the usage
+    answers); an unknown one is answered with the usage of all of them (after
+    `unknown_permission`, so people who may use none of them learn nothing from it). `notes`
+    follows the usage lines; `usage` replaces both where a command words its own."""
     table = {n: v for v in verbs for n in v.names}
-    usage = verbs_usage(name, verbs) + (f"\n{notes}" if notes else "")
+    shown = usage or verbs_usage(name, verbs) + (f"\n{notes}" if notes else "")
 
     async def handler(ctx: CommandContext, text: str) -> Reply:
-        try:
-            words = split_words(text)
-        except UsageError as exc:
-            return usage_reply(str(exc), usage)
-        typed = words[0].lower() if words else default
+        head, *after = text.split(maxsplit=1) or [""]
+        typed = head.lower() or default or ""
         verb = table.get(typed)
         if verb is None:
             if unknown_permission:
                 ctx.session.require(unknown_permission)
-            return usage_reply("", usage)
+            return usage_reply("", shown)
         if verb.permission:
             ctx.session.require(verb.permission)
         try:
-            parsed = parse_words(verb.args, words[1:], f"/{name} {typed}")
+            parsed = parse_args(verb.args, after[0] if after else "", f"/{name} {typed}")
             return await verb.run(ctx, typed, parsed)
         except UsageError as exc:
-            return usage_reply(str(exc), usage)
+            return usage_reply(str(exc), shown)
 
-    head = f"/{name} {'|'.join(table)} ..."
-    return Command(name, head, summary, handler, permission)
+    # The line /help shows: every verb with its words where that stays short, else the verbs.
+    line = f"/{name} " + " | ".join(v.usage(name).removeprefix(f"/{name} ") for v in verbs)
+    if len(line) > 60:
+        line = f"/{name} {'|'.join(table)} ..."
+    return Command(name, line, summary, handler, permission, personal)
 
 
 def help_text(ctx: CommandContext) -> str:

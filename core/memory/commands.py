@@ -13,10 +13,12 @@ A reply says "Saved" only once the write has committed. Listings are personal (e
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import BeforeValidator, Strict
 
 from core import messages
-from core.commands import Command, CommandContext
+from core.commands import Command, CommandArgs, CommandContext, Verb, rest, with_verbs, word
 from core.errors import Refusal
 from core.memory.facts import MemoryStore, Scope, one_line
 from core.request import Reply
@@ -60,6 +62,25 @@ def parse_item_id(text: str) -> int | None:
     return int(text) if text.isascii() and text.isdigit() else None
 
 
+def _item_id(value: Any) -> Any:
+    found = parse_item_id(str(value))
+    return found if found is not None else value  # left to be refused as not an int
+
+
+class NoArgs(CommandArgs):
+    pass
+
+
+class SearchArgs(CommandArgs):
+    query: str = rest("QUERY")
+
+
+class DeleteArgs(CommandArgs):
+    words_needed = ""  # the usage says it all
+    quotes = False
+    id: Annotated[int, BeforeValidator(_item_id), Strict()] = word("ID")
+
+
 def item_line(item: MemoryItem, *, text_chars: int | None = None) -> str:
     return (
         f"- `#{item.id}` {item.scope} · by {item.author} · {item.created_at:%Y-%m-%d} — "
@@ -89,18 +110,7 @@ def memory_commands(store: MemoryStore) -> list[Command]:
         )
         return Reply(text, ephemeral=scope == "user")
 
-    async def memory(ctx: CommandContext, args: str) -> Reply:
-        sub, _, rest = args.strip().partition(" ")
-        sub, rest = sub.lower(), rest.strip()
-        if sub == "list" and not rest:
-            return await _list(ctx)
-        if sub == "search" and rest:
-            return await _search(ctx, rest)
-        if sub == "delete" and rest:
-            return await _delete(ctx, rest)
-        return Reply(messages.MEMORY_USAGE, ok=False, ephemeral=True)
-
-    async def _list(ctx: CommandContext) -> Reply:
+    async def _list(ctx: CommandContext, _verb: str, _args: NoArgs) -> Reply:
         items = await store.visible(ctx.session)  # checks memory.read
         if not items:
             return Reply(messages.MEMORY_NONE_VISIBLE, ephemeral=True)
@@ -113,7 +123,8 @@ def memory_commands(store: MemoryStore) -> list[Command]:
             )
         return Reply("\n".join(lines), ephemeral=True)
 
-    async def _search(ctx: CommandContext, query: str) -> Reply:
+    async def _search(ctx: CommandContext, _verb: str, args: SearchArgs) -> Reply:
+        query = args.query
         found = await store.search(ctx.session, query, SEARCH_LIMIT)  # checks memory.read
         if not found:
             return Reply(messages.memory_no_match(query), ephemeral=True)
@@ -121,11 +132,8 @@ def memory_commands(store: MemoryStore) -> list[Command]:
         lines += [item_line(it) for it, _score in found]
         return Reply("\n".join(lines), ephemeral=True)
 
-    async def _delete(ctx: CommandContext, raw_id: str) -> Reply:
-        item_id = parse_item_id(raw_id)
-        if item_id is None:
-            return Reply(messages.MEMORY_USAGE, ok=False, ephemeral=True)
-        item = await store.delete(ctx.session, item_id)  # refusals become the reply in Core
+    async def _delete(ctx: CommandContext, _verb: str, args: DeleteArgs) -> Reply:
+        item = await store.delete(ctx.session, args.id)  # refusals become the reply in Core
         assert item.id is not None
         return Reply(messages.memory_deleted(item.id, item.scope), ephemeral=item.scope == "user")
 
@@ -137,11 +145,15 @@ def memory_commands(store: MemoryStore) -> list[Command]:
             save,
             "memory.write",
         ),
-        Command(
+        with_verbs(
             "memory",
-            "/memory list | search QUERY | delete ID",
             "see, search and delete what I remember here",
-            memory,
+            [
+                Verb(("list",), NoArgs, _list),
+                Verb(("search",), SearchArgs, _search),
+                Verb(("delete",), DeleteArgs, _delete),
+            ],
             personal=True,
+            usage=messages.MEMORY_USAGE,
         ),
     ]

@@ -89,6 +89,17 @@ class NameArgs(CommandArgs):
     name: str = word("NAME")
 
 
+class LimitArgs(CommandArgs):
+    limit: int = word("N")
+
+
+def test_an_invalid_value_is_named() -> None:
+    with pytest.raises(UsageError, match=r"^`ten` is not a valid N\.$"):
+        parse_args(LimitArgs, "ten", "/top")
+    with pytest.raises(UsageError, match=r"^$"):  # missing: the usage alone says it
+        parse_args(LimitArgs, "", "/top")
+
+
 def test_without_quotes_a_quote_is_part_of_the_word() -> None:
     assert parse_args(NameArgs, "it's", "/index").name == "it's"
     with pytest.raises(UsageError):
