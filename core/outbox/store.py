@@ -29,8 +29,11 @@ from core.outbox.types import (
 )
 from core.platforms import Platforms
 from core.request import Attachment
+from core.store.tables import table_of
 
 if TYPE_CHECKING:
+    from sqlalchemy import Table
+
     from core.store.engine import Database
 
 log = logging.getLogger("threadline.outbox")
@@ -83,10 +86,10 @@ class Outbox:
         return _aware(self._clock())
 
     @staticmethod
-    def _table() -> Any:
+    def _table() -> Table:
         from core.store.models import OutboxRow
 
-        return OutboxRow.__table__  # type: ignore[attr-defined]
+        return table_of(OutboxRow)
 
     # -- producing -----------------------------------------------------------------------------
 
