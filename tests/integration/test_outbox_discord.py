@@ -14,6 +14,8 @@ import pytest
 from adapters.discord.client import DiscordAdapter, DiscordConfig
 from adapters.discord.outbox import INLINE_LIMIT, nonce, outbox_parts
 from bot.app import App, build_app
+from bot.delivery import delivering
+from core.adapter import ChatAdapter
 from core.outbox import OutboxMessage, drain
 from core.request import Attachment
 from tests.fakes.discord_server import FakeDiscord
@@ -245,3 +247,32 @@ async def test_known_limit_after_discords_nonce_window_a_crash_can_repeat_one_pa
     inside = [p.content for p in fake.messages_in(top.id)]
     assert len(inside) == len(plan.parts)  # one more than planned: part 1, twice
     assert inside[0] == inside[1] == plan.parts[1].text
+
+
+async def test_the_adapter_is_driven_through_the_chat_adapter_protocol_alone(
+    make_settings: Callable[..., Any], clock: Clock
+) -> None:
+    """start (returns at READY), deliver through `bot.delivery`, stop: what a process that
+    serves several platforms does with each, knowing only `ChatAdapter`."""
+    fake = await FakeDiscord().start()
+    settings = make_settings(discord_token=fake.token, discord_api_url=fake.api_url)
+    app = build_app(settings, clock=clock)
+    config = DiscordConfig.from_settings(settings, **FAST)
+    adapter: ChatAdapter = DiscordAdapter(app.core, config)
+    outbox = WatchedOutbox(app.db, clock, platforms=app.outbox.platforms)
+    try:
+        async with asyncio.timeout(15):
+            await adapter.start()
+        await outbox.enqueue(
+            OutboxMessage("discord", fake.guild_id, fake.general, "Weekly digest.", "digest:p")
+        )
+        async with delivering(outbox, adapter, every=0.02):
+            assert await outbox.wait_outcomes(1) == [("digest:p", "delivered")]
+        await adapter.idle()
+        assert await adapter.stop(grace=1.0) == 0
+        assert [m.content for m in fake.messages_in(fake.general)] == ["Weekly digest."]
+        assert await adapter.stop(grace=1.0) == 0  # stopping twice is harmless
+    finally:
+        await adapter.stop(grace=0)
+        await app.aclose()
+        await fake.stop()
