@@ -155,7 +155,7 @@ def word(metavar: str, default: Any = PydanticUndefined) -> Any:
 
 
 def rest(metavar: str, default: Any = PydanticUndefined) -> Any:
-    """The rest of the text, as typed (quotes and all), after any leading options."""
+    """The rest of the text, as typed (quotes and all), after any leading flags and words."""
     return Field(default, **_meta("rest", metavar))
 
 
@@ -189,9 +189,9 @@ def _params(model: type[CommandArgs]) -> list[_Param]:
             raise TypeError(f"{model.__name__}.{name}: declare it with word/rest/option/flag")
         kind, metavar = _KINDS[str(extra["command_arg"])], str(extra["metavar"])
         out.append(_Param(name, kind, metavar, info.is_required()))
-    if any(p.kind == "rest" for p in out) and any(p.kind in ("word", "option") for p in out):
-        # The tail is the text as typed: only flags may come before it.
-        raise TypeError(f"{model.__name__}: a rest() field goes with flags only")
+    if any(p.kind == "rest" for p in out) and any(p.kind == "option" for p in out):
+        # The tail is the text as typed: only flags and words may come before it.
+        raise TypeError(f"{model.__name__}: a rest() field goes with flags and words only")
     return out
 
 
@@ -238,6 +238,14 @@ def parse_args(model: type[M], text: str, command: str) -> M:
         if p is None or p.kind != "flag":
             break
         values[p.field] = True
+        remaining = after[0].strip() if after else ""
+    for p in (p for p in params if p.kind == "word"):  # then one word each, as typed
+        if not remaining:
+            if p.required:
+                raise UsageError((model.words_needed or "").format(command=command))
+            break
+        head, *after = remaining.split(maxsplit=1)
+        values[p.field] = head
         remaining = after[0].strip() if after else ""
     if remaining:
         values[tail.field] = remaining

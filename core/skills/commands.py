@@ -16,12 +16,25 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from core import messages
-from core.commands import Command, CommandContext, ParsedCommand
+from core.commands import (
+    Command,
+    CommandArgs,
+    CommandContext,
+    ParsedCommand,
+    declared,
+    rest,
+    word,
+)
 from core.request import Reply
 from core.skills.library import SkillProblem
 from core.skills.service import Skills
 
 SHOW_BODY_CHARS = 3_500  # of a skill's body in `/skills show` (a chat message, not a file)
+
+
+class SkillArgs(CommandArgs):
+    name: str = word("NAME")
+    text: str = rest("text", "")
 
 
 def skill_commands(skills: Skills) -> tuple[list[Command], Callable[..., Awaitable[Reply | None]]]:
@@ -56,11 +69,8 @@ def skill_commands(skills: Skills) -> tuple[list[Command], Callable[..., Awaitab
         lines += ["", hint]
         return Reply("\n".join(lines), ephemeral=True)
 
-    async def run_skill(ctx: CommandContext, args: str) -> Reply:
-        name, _, text = args.strip().partition(" ")
-        if not name:
-            return Reply(messages.SKILL_USAGE, ok=False, ephemeral=True)
-        return await _run(ctx, name, text.strip())
+    async def run_skill(ctx: CommandContext, args: SkillArgs) -> Reply:
+        return await _run(ctx, args.name, args.text)
 
     async def _run(ctx: CommandContext, name: str, text: str) -> Reply:
         ctx.session.require("skills.use")
@@ -94,12 +104,13 @@ def skill_commands(skills: Skills) -> tuple[list[Command], Callable[..., Awaitab
             list_or_manage,
             personal=True,
         ),
-        Command(
+        declared(
             "skill",
-            "/skill NAME [text]",
             "answer with a skill loaded (also `/NAME [text]`)",
+            SkillArgs,
             run_skill,
-            "ask",
+            permission="ask",
+            usage=messages.SKILL_USAGE,
         ),
     ]
     return commands, fallback

@@ -15,6 +15,7 @@ from core.commands import (
     flag,
     option,
     parse_args,
+    rest,
     syntax,
     word,
 )
@@ -104,3 +105,18 @@ def test_without_quotes_a_quote_is_part_of_the_word() -> None:
     assert parse_args(NameArgs, "it's", "/index").name == "it's"
     with pytest.raises(UsageError):
         parse_args(NameArgs, '"my repo"', "/index")
+
+
+class RunArgs(CommandArgs):
+    name: str = word("NAME")
+    text: str = rest("text", "")
+
+
+def test_words_before_a_tail() -> None:
+    assert syntax(RunArgs) == "NAME [text]"
+    assert parse_args(RunArgs, 'triage  look at "this"', "/skill") == RunArgs(
+        name="triage", text='look at "this"'
+    )
+    assert parse_args(RunArgs, "triage", "/skill") == RunArgs(name="triage")
+    with pytest.raises(UsageError):
+        parse_args(RunArgs, "  ", "/skill")
