@@ -3,16 +3,23 @@ these files, so what it shows is what runs here."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from aiohttp import web
 from sqlmodel import col, select
 
+from bot.delivery import delivering
+from bot.platforms import builtin_platforms
+from core.adapter import ChatAdapter
+from core.outbox import Outbox, OutboxItem, OutboxMessage
+from core.platforms import Platforms
 from core.policy import Policy
 from core.request import Request
 from core.session import ToolSession, open_session
@@ -22,6 +29,8 @@ from core.tools.audit import AuditLog
 from core.tools.context import ToolContext
 from core.tools.dispatcher import Dispatcher, ProposedCall
 from core.tools.registry import ToolRegistry
+from tests.clocks import Clock
+from tests.conftest import BotHarness
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
@@ -91,3 +100,109 @@ async def test_the_tool_example_runs_through_the_dispatcher(db: Database) -> Non
         ("who_is_on_call", "permission_denied"),
     ]
     assert all(r.args_sha256 and "payments" not in r.detail for r in rows)
+
+
+async def test_the_command_example_runs_in_the_bot(make_bot: Callable[..., BotHarness]) -> None:
+    example = load("oncall_command")
+    bot = make_bot()
+    bot.core.commands.add(example.ONCALL)
+
+    reply = await bot.send("/oncall payments")
+    assert (reply.ok, reply.text) == (True, "**alice** is on call for payments this week.")
+    reply = await bot.send("/oncall Search --next-week")
+    assert reply.text == "**dave** is on call for Search next week."
+
+    missing = await bot.send("/oncall")
+    assert not missing.ok
+    assert missing.text == (
+        "Name a team: `/oncall payments`.\n\nUsage: `/oncall TEAM [--next-week]`"
+    )
+    unknown = await bot.send("/oncall mobile")
+    assert (unknown.ok, unknown.text) == (
+        False,
+        "There is no rota for `mobile`; teams: payments, search.",
+    )
+    listed = await bot.send("/help")
+    assert "- `/oncall TEAM [--next-week]` — who is on call for a team" in listed.text
+
+
+class Outcomes(Outbox):
+    """The outbox, telling the test when a delivery is recorded: waits without polling."""
+
+    def __init__(self, db: Database, clock: Clock, platforms: Platforms) -> None:
+        super().__init__(db, clock, platforms=platforms)
+        self.recorded: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+
+    async def delivered(self, item: OutboxItem, message_ref: str) -> None:
+        await super().delivered(item, message_ref)
+        self.recorded.put_nowait((item.message.key, "delivered"))
+
+    async def failed(self, item: OutboxItem, error: str, *, retry: bool = True) -> None:
+        await super().failed(item, error, retry=retry)
+        self.recorded.put_nowait((item.message.key, "failed"))
+
+
+@pytest.fixture
+async def webhook() -> AsyncIterator[tuple[str, list[dict[str, object]]]]:
+    """A stand-in for the receiving end, on 127.0.0.1: it keeps what it is sent."""
+    received: list[dict[str, object]] = []
+
+    async def receive(request: web.Request) -> web.Response:
+        body = await request.json()
+        if body["channel"] == "gone":
+            return web.json_response({"error": "no such channel"}, status=404)
+        received.append(body)
+        return web.json_response({"id": f"m{len(received)}"})
+
+    app = web.Application()
+    app.router.add_post("/hook", receive)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    yield f"http://127.0.0.1:{port}/hook", received
+    await runner.cleanup()
+
+
+async def test_the_adapter_example_is_registered_and_drained(
+    db: Database, clock: Clock, webhook: tuple[str, list[dict[str, object]]]
+) -> None:
+    example = load("webhook_adapter")
+    url, received = webhook
+    adapter = example.WebhookAdapter(url)
+    assert isinstance(adapter, ChatAdapter)
+    platforms = builtin_platforms()
+    outbox = Outcomes(db, clock, platforms)
+
+    def digest(key: str, channel: str) -> OutboxMessage:
+        return OutboxMessage("webhook", "acme", channel, "3 questions answered.", key, title="Ops")
+
+    with pytest.raises(ValueError, match="webhook"):
+        await outbox.enqueue(digest("digest:0", "ops"))  # not registered: refused
+    example.register(platforms)  # no line of core changes
+    await outbox.enqueue(digest("digest:1", "ops"))
+    await outbox.enqueue(digest("digest:2", "gone"))
+
+    await adapter.start()
+    try:
+        async with delivering(outbox, adapter, every=0.02):
+            outcomes = {await outbox.recorded.get(), await outbox.recorded.get()}
+    finally:
+        assert await adapter.stop(grace=1.0) == 0
+
+    assert outcomes == {("digest:1", "delivered"), ("digest:2", "failed")}
+    assert received == [
+        {
+            "key": "digest:1",
+            "channel": "ops",
+            "thread": None,
+            "title": "Ops",
+            "text": "3 questions answered.",
+        }
+    ]
+    sent = await outbox.state("digest:1")
+    assert sent is not None and (sent.state, sent.message_ref) == ("delivered", "m1")
+    refused = await outbox.state("digest:2")
+    assert refused is not None and refused.state == "failed"
+    assert refused.last_error == "the webhook refused it (404)"
