@@ -33,6 +33,7 @@ THREAD_NAME_LIMIT = 100
 COMMAND_NAME = "threadline"
 MAX_SUBCOMMANDS = 25  # Discord's limit of options per command
 DESCRIPTION_LIMIT = 100
+OPTION_MAX_LENGTH = 6_000  # characters of a command's text option
 
 # The option each known command takes; other commands get one derived from their usage line.
 _OPTION_NAMES = {
@@ -243,7 +244,7 @@ def _option_for(command: Command) -> CommandOption | None:
         "name": name,
         "description": _description(args),
         "required": bool(unbracketed) and "|" not in unbracketed,
-        "max_length": 6_000,
+        "max_length": OPTION_MAX_LENGTH,
     }
 
 
