@@ -225,7 +225,7 @@ def differences(conn: Any) -> tuple[list[str], list[str]]:
     """Every difference between the database and the models, as lines for people to read:
     (what the models have that the database lacks or has otherwise; what only the database
     has, such as tables of another application in the same schema)."""
-    from core.store.migrations.dev import differences as compare
+    from core.store.migrations.compare import differences as compare
 
     missing_tables = set(gaps(conn).tables)
     needed: list[str] = []

@@ -51,3 +51,15 @@ OPTIONS: dict[str, Any] = {
     # PostgreSQL they are plain ALTERs.
     "render_as_batch": True,
 }
+
+
+def differences(conn: Any) -> list[Any]:
+    """What autogenerate finds between the database on `conn` and the models."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+    from sqlmodel import SQLModel
+
+    import core.store.models  # noqa: F401  (registers the tables)
+
+    context = MigrationContext.configure(conn, opts=OPTIONS)
+    return list(compare_metadata(context, SQLModel.metadata))

@@ -24,19 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from core.store.migrations import FOLDER, HEAD, alembic_config
-
-
-def differences(conn: Any) -> list[Any]:
-    """What autogenerate finds between the database on `conn` and the models."""
-    from alembic.autogenerate import compare_metadata
-    from alembic.migration import MigrationContext
-    from sqlmodel import SQLModel
-
-    import core.store.models  # noqa: F401  (registers the tables)
-    from core.store.migrations.compare import OPTIONS
-
-    context = MigrationContext.configure(conn, opts=OPTIONS)
-    return list(compare_metadata(context, SQLModel.metadata))
+from core.store.migrations.compare import differences as differences
 
 
 def _next_id() -> str:
