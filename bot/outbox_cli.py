@@ -34,6 +34,9 @@ async def outbox_command(app: App, args: argparse.Namespace) -> int:
             return EXIT_OK
         print(f"no failed message with key {args.key!r}")
         return EXIT_FAILED
+    # Here, not at the top: `threadline --help` imports this module for its parser only.
+    from core.outbox import DeliveryState
+
     entries = await app.outbox.entries()
     if args.json:
         print(json.dumps([_as_json(e) for e in entries], ensure_ascii=False))
@@ -41,7 +44,8 @@ async def outbox_command(app: App, args: argparse.Namespace) -> int:
     if not entries:
         print("the outbox is empty: nothing waiting, nothing given up")
     for e in entries:
-        when = e.next_attempt_at.isoformat(timespec="seconds") if e.state == "pending" else ""
+        waiting = e.state is DeliveryState.PENDING
+        when = e.next_attempt_at.isoformat(timespec="seconds") if waiting else ""
         error = f"  last error: {e.last_error}" if e.last_error else ""
         print(
             f"{e.state:8} {e.platform}/{e.tenant}/{e.channel}  {e.key}  "
