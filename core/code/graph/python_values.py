@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.code.graph.model import capped
 from core.code.graph.python_bindings import Binding, Function, Scope, Site, V, literal_key
+from core.code.graph.python_containers import select_items, slice_items
 from core.code.graph.python_scopes import ScopePass
 
 if TYPE_CHECKING:
@@ -209,7 +210,7 @@ class Evaluator(ScopePass):
                 if self._t(function) == "map" and given:
                     results = [("c", v) for v in self.eval(given[0], scope, depth)]
                 elif len(given) > 1:
-                    results = self._select(self.eval(given[1], scope, depth), None)
+                    results = select_items(self.eval(given[1], scope, depth), None)
                 return [("L", tuple((None, v) for v in results))] if results else ()
             return [("c", v) for v in self.eval(function, scope, depth)]
         if kind == "subscript":
@@ -218,8 +219,8 @@ class Evaluator(ScopePass):
                 return ()
             subscript = node.child_by_field_name("subscript")
             if subscript is not None and subscript.type == "slice":
-                return self._slice(self.eval(container, scope, depth), subscript)
-            return self._select(self.eval(container, scope, depth), literal_key(subscript))
+                return slice_items(self.eval(container, scope, depth), subscript)
+            return select_items(self.eval(container, scope, depth), literal_key(subscript))
         if kind in ("list", "tuple", "set", "expression_list"):
             items = tuple(
                 (i, v)
@@ -266,49 +267,6 @@ class Evaluator(ScopePass):
             inner = node.named_children[0] if node.named_children else None
             return self.eval(inner, scope, depth) if inner is not None else ()
         return ()
-
-    @staticmethod
-    def _select(containers: Iterable[V], key: Any) -> list[V]:
-        out: list[V] = []
-        for value in containers:
-            if value[0] != "L":
-                out.append(("k", value, key))
-                continue
-            items = value[1]
-            chosen = [v for k, v in items if key is not None and k == key]
-            out += chosen or [v for _, v in items]
-        return out
-
-    @staticmethod
-    def _slice(containers: Iterable[V], node: Node) -> list[V]:
-        """`xs[a:b:c]`: a container of the items at those positions, numbered from 0 again
-        (every item, unnumbered, when a bound is not a literal); anything else sliced is of
-        its own type still (a list, a string), so it stays what it was."""
-        bounds: list[Node | None] = [None, None, None]
-        part = 0
-        for child in node.children:
-            if child.type == ":":
-                part += 1
-            elif child.is_named and part < 3:
-                bounds[part] = child
-        literal = [literal_key(b) if b is not None else None for b in bounds]
-        known = all(b is None or isinstance(v, int) for b, v in zip(bounds, literal, strict=True))
-        out: list[V] = []
-        for value in containers:
-            if value[0] != "L":
-                out.append(value)
-                continue
-            items = value[1]
-            indexes = [k for k, _ in items if isinstance(k, int)]
-            if not known or len(indexes) != len(items) or literal[2] == 0:
-                out.append(("L", tuple((None, v) for _, v in items)))
-                continue
-            kept = range(max(indexes) + 1)[literal[0] : literal[1] : literal[2]]
-            position = {index: n for n, index in enumerate(kept)}
-            picked = tuple((position[k], v) for k, v in items if k in position)
-            if picked:
-                out.append(("L", picked))
-        return out
 
     def _enclosing_class(self, scope: Scope) -> str | None:
         current: Scope | None = scope
@@ -376,12 +334,12 @@ class Evaluator(ScopePass):
         if binding.kind == "e":
             return list(self.eval(binding.node, binding.scope, depth))
         if binding.kind == "it":
-            return self._select(self.eval(binding.node, binding.scope, depth), None)
+            return select_items(self.eval(binding.node, binding.scope, depth), None)
         if binding.kind == "ix":
-            return self._select(self.eval(binding.node, binding.scope, depth), binding.key)
+            return select_items(self.eval(binding.node, binding.scope, depth), binding.key)
         if binding.kind == "yield":
             yielded = self.eval(binding.node, binding.scope, depth)
-            items = self._select(yielded, None) if binding.key else list(yielded)
+            items = select_items(yielded, None) if binding.key else list(yielded)
             return [("L", tuple((None, v) for v in items))] if items else []
         if binding.kind == "ann":
             return [("i", v) for v in self._annotation(binding.node, binding.scope, depth)]
