@@ -82,21 +82,31 @@ async def synthesize(
     started = time.monotonic()
     first: list[float] = []
     gate = asyncio.Semaphore(max(1, engine.concurrency))
+    failed: list[Exception] = []
 
     async def one(index: int, piece: str) -> Segment:
         async with gate:
+            # A segment that failed for good ends the text: the next one waiting at the gate
+            # must not ask the engine again (a worker that did not start would be started
+            # once more, and its start timeout waited out again).
+            if failed:
+                raise failed[0]
             retrying = AsyncRetrying(
                 stop=stop_after_attempt(retry.attempts),
                 wait=wait_exponential(multiplier=retry.initial, max=retry.maximum),
                 retry=retry_if_exception(_retryable),
                 reraise=True,
             )
-            async for attempt in retrying:
-                with attempt:
-                    tries = attempt.retry_state.attempt_number
-                    if tries > 1:
-                        log.info("%s: segment %d, attempt %d", engine.name, index, tries)
-                    result = await engine.synthesize(piece)
+            try:
+                async for attempt in retrying:
+                    with attempt:
+                        tries = attempt.retry_state.attempt_number
+                        if tries > 1:
+                            log.info("%s: segment %d, attempt %d", engine.name, index, tries)
+                        result = await engine.synthesize(piece)
+            except Exception as exc:
+                failed.append(exc)
+                raise
             if not first:
                 first.append(time.monotonic() - started)
             if on_segment is not None:

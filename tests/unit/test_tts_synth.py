@@ -108,3 +108,14 @@ async def test_retries_back_off_exponentially() -> None:
 async def test_nothing_to_read() -> None:
     with pytest.raises(SpeechFailed):
         await synthesize(ScriptedEngine(), "   ", FAST)
+
+
+async def test_a_segment_that_failed_for_good_ends_the_text_at_once() -> None:
+    # One worker: the next segment waits at the gate while the first fails. It must not ask
+    # the engine again (a local worker that did not start would be started once more).
+    engine = ScriptedEngine(concurrency=1, retryable=False)
+    first = "Sentence number 0 is here."
+    engine.failures = {first: 1}
+    with pytest.raises(SpeechFailed):
+        await synthesize(engine, TEXT, FAST)
+    assert engine.calls == [first]
