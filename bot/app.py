@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from core.code.search import CodeSearch
     from core.code.vectors import VectorStore
     from core.digest.runner import DigestRunner
+    from core.feature import Feature
     from core.llm.usage import UsageRecorder
     from core.mcp.confirm import ConfirmationGate
     from core.mcp.manager import McpManager
@@ -54,150 +55,138 @@ class App:
     mcp: McpManager  # start() connects in the background (run, serve, worker, chat)
     confirmations: ConfirmationGate  # adapters that can ask register a Confirmer
     voice: VoiceService
+    features: list[Feature]
+    # Closes what the app opened, last composed first: the features, the models, the database.
+    closing: AsyncExitStack
 
     async def aclose(self) -> None:
-        await self.mcp.aclose()
-        await self.voice.aclose()
-        for model in [self.model, *self.models]:
-            if model is not None:
-                await model.aclose()
-        await self.search.aclose()
-        await asyncio.to_thread(self.graph_workers.close)
-        await self.db.dispose()
+        await self.closing.aclose()
 
 
 def build_app(
     settings: Settings,
     *,
     extra_tools: Iterable[Tool] = (),
+    extra_features: Iterable[Feature] = (),
     with_metrics: bool = False,
     model: ChatModel | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> App:
     """Assemble an app from settings. Cheap: no connection is opened until first use.
 
+    The app is a list of features (`bot/features.py`), each contributing its tools, commands,
+    prompt parts and lifetime through `core.feature.Feature`; `extra_features` (a team's own)
+    and `extra_tools` join them.
     `model` replaces the configured LLM (tests pass their own ChatModel implementations).
     Raises `PolicyError` when the policy file is unusable.
     """
+    # Imported here, not at the top: `threadline --help` must not pay for every feature.
+    from bot import features as built_in
     from bot.platforms import builtin_platforms
     from core.agent import Agent
     from core.code.answers import offline_answer
-    from core.code.commands import code_commands
-    from core.code.embeddings import collection_name
-    from core.code.graph.repomap import RepoMaps
-    from core.code.indexer import Indexer
-    from core.code.repos import RepoStore
-    from core.code.search import CodeSearch
-    from core.code.tools import code_tools
-    from core.commands import CommandRegistry, builtin_commands
-    from core.digest.commands import digest_commands
+    from core.commands import CommandRegistry
     from core.digest.runner import DigestRunner, OutboxSink
     from core.digest.store import DigestStore
     from core.events import EventLedger
+    from core.feature import Feature, closing, commands_of, fallback_of, prompt_of, tools_of
     from core.llm.usage import UsageRecorder
-    from core.mcp.commands import mcp_commands
-    from core.mcp.confirm import ConfirmationGate
-    from core.mcp.confirm_store import ConfirmationStore
-    from core.mcp.manager import McpManager
-    from core.mcp.pins import PinStore
-    from core.mcp.resources import resources_for_prompt
-    from core.memory.commands import memory_commands
-    from core.memory.facts import MemoryStore
     from core.memory.history import HistoryStore
-    from core.memory.tools import memory_tools
     from core.outbox import Outbox, owner_id
     from core.policy import Policy
     from core.prompt import PromptBuilder
     from core.quotas import QuotaLedger
     from core.service import Limits
     from core.session import ToolSession
-    from core.skills.commands import skill_commands
-    from core.skills.index import SkillRanker
-    from core.skills.library import SkillLibrary, default_folders
-    from core.skills.service import Skills, SkillsConfig
-    from core.skills.tools import skill_tools
     from core.tools.audit import AuditLog
-    from core.tools.builtin import builtin_tools
     from core.tools.dispatcher import Dispatcher
     from core.tools.registry import ToolRegistry
-    from core.tts.commands import voice_commands
-    from core.tts.tool import voice_tools
 
     policy = Policy.load(settings.policy_file)
+    stack = AsyncExitStack()
     db = Database(
         settings.database,
         pool_size=settings.database_pool_size,
         max_overflow=settings.database_max_overflow,
     )
+    stack.push_async_callback(db.dispose)  # first in: closed last
     quotas = QuotaLedger(db, clock)
     usage = UsageRecorder(db)
-    memory = MemoryStore(db, clock)  # long-term memory: /save, /memory and the memory tools
-    repos = RepoStore(db, settings.data_dir / "repos")  # code: /index and the code tools
-    embedder = build_embedder(settings)  # cheap: a local model loads on first use
-    search = CodeSearch(  # the vector store opens on first use
-        db,
-        lambda: open_vector_store(settings, embedder),
-        collection=collection_name(embedder),
-        generation=vector_store_generation(settings, embedder),
-    )
-    from core.code.graph.pool import GraphWorkers
-
-    # Workers that parse many files for the code graph on other cores; none start until an
-    # index has enough files to pay for them.
-    graph_workers = GraphWorkers()
-    indexer = Indexer(db, search, graph_workers)
-    # Skills load on first use (they read files); the ranker shares the code search embedder.
-    tool_names: list[str] = []
-    skills = Skills(
-        SkillLibrary(default_folders(settings.skills_dirs, examples=settings.skills_examples)),
-        db,
-        SkillRanker(embedder),
-        SkillsConfig(index_share=settings.skills_index_share),
-        tool_names=lambda: tool_names,
-    )
+    history = HistoryStore(db, clock)
     if model is None:
         model = _configured_model(settings)
     named = _policy_models(settings, policy)  # per-channel models (a rule's `model = "NAME"`)
-    history = HistoryStore(db, clock)
-    voice = build_voice(settings, quotas, usage, model, clock)
-    registry = ToolRegistry(
-        [
-            *builtin_tools(),
-            *memory_tools(memory),
-            *code_tools(repos, search),
-            *skill_tools(skills),
-            *voice_tools(),
-            *extra_tools,
-        ]
-    )
-    tool_names.extend(registry.names())
-    audit = AuditLog(db)
-    # Pending confirmations live in SQL: a button click may reach another process.
-    confirmations = ConfirmationGate(
-        ConfirmationStore(db, clock), timeout=settings.mcp_confirm_timeout, clock=clock
-    )
-    # MCP tools join the registry as their servers connect (core/mcp/manager.py).
-    mcp = McpManager(settings.mcp, registry, PinStore(db, clock))
-    dispatcher = Dispatcher(
-        registry,
-        audit,
-        max_args_chars=settings.tool_max_args_chars,
-        max_result_chars=settings.tool_max_result_chars,
-        confirm=confirmations,
-    )
-    code_map = RepoMaps(repos)
+    embedder = build_embedder(settings)  # cheap: a local model loads on first use
+    # Filled from the features' tools below; MCP tools join it as their servers connect.
+    registry = ToolRegistry()
 
-    # Metric labels name only tools registered at the time (a model may propose any name).
+    memory_feature, _memory = built_in.memory(db, clock)
+    code = built_in.code(
+        settings,
+        db,
+        embedder,
+        lambda: open_vector_store(settings, embedder),
+        vector_store_generation(settings, embedder),
+    )
+    tool_names: list[str] = []  # a skill's `allowed-tools` matches the built-in tools
+    skills_feature, skills = built_in.skills(settings, db, embedder, lambda: tool_names)
+    voice = build_voice(settings, quotas, usage, model, clock)
+    mcp = built_in.mcp(settings, db, registry, clock)
     platforms = builtin_platforms()  # chat platforms are registered here, never listed in core
+    outbox = Outbox(db, clock, platforms=platforms)
+    digest_store = DigestStore(db, clock)
+    # Metric labels name only tools registered at the time (a model may propose any name).
     metrics = (
         Metrics(known_tool=lambda n: registry.get(n) is not None, known_platform=platforms.known)
         if with_metrics
         else None
     )
 
+    def channel_model(session: ToolSession) -> ChatModel | None:
+        chosen = core.agent_for(session)
+        return chosen.model if chosen is not None else None
+
+    digests = DigestRunner(
+        store=digest_store,
+        db=db,
+        repos=code.repos,
+        policy=policy,
+        quotas=quotas,
+        usage=usage,
+        sink=OutboxSink(outbox),
+        owner=owner_id(),
+        model_for=channel_model,
+        speak=lambda session, text, title: voice.audio(session, text, title=title),
+        on_outcome=metrics.digest_run if metrics is not None else lambda _outcome: None,
+        clock=clock,
+    )
+    features = [
+        built_in.basics(),
+        memory_feature,
+        code.feature,
+        skills_feature,
+        built_in.voice(voice, history),
+        built_in.digests(digest_store, digests),
+        mcp.feature,
+        Feature("extra", tools=tuple(extra_tools)),
+        *extra_features,
+    ]
+    for tool in tools_of(features):
+        registry.add(tool)
+    tool_names.extend(registry.names())
+    prompt = prompt_of(features)
+    dispatcher = Dispatcher(
+        registry,
+        AuditLog(db),
+        max_args_chars=settings.tool_max_args_chars,
+        max_result_chars=settings.tool_max_result_chars,
+        confirm=mcp.confirmations,
+    )
+
     def make_agent(chat_model: ChatModel) -> Agent:
         # One agent per model: each keeps its own window, token calibration and compaction
         # settings; everything else (tools, memory, quotas, history) is shared.
+        stack.push_async_callback(chat_model.aclose)
         return Agent(
             model=chat_model,
             dispatcher=dispatcher,
@@ -206,10 +195,10 @@ def build_app(
             usage=usage,
             db=db,
             prompt=PromptBuilder(persona=settings.persona),
-            memory=memory,
-            code_map=code_map,
-            skills=skills,
-            resources=lambda session: resources_for_prompt(mcp, session),
+            memory=prompt.memory,
+            code_map=prompt.code_map,
+            skills=prompt.skills,
+            resources=prompt.resources,
             metrics=metrics,
             clock=clock,
             deadline=settings.request_deadline,
@@ -222,42 +211,10 @@ def build_app(
             agents[name] = agent
         else:
             agents[name] = make_agent(chat_model)
-    skills_cmds, run_skill_by_name = skill_commands(skills)
-    outbox = Outbox(db, clock, platforms=platforms)
-    digest_store = DigestStore(db, clock)
-
-    def channel_model(session: ToolSession) -> ChatModel | None:
-        chosen = core.agent_for(session)
-        return chosen.model if chosen is not None else None
-
-    digests = DigestRunner(
-        store=digest_store,
-        db=db,
-        repos=repos,
-        policy=policy,
-        quotas=quotas,
-        usage=usage,
-        sink=OutboxSink(outbox),
-        owner=owner_id(),
-        model_for=channel_model,
-        speak=lambda session, text, title: voice.audio(session, text, title=title),
-        on_outcome=metrics.digest_run if metrics is not None else lambda _outcome: None,
-        clock=clock,
-    )
+    closing(stack, features)
     core = Core(
         policy=policy,
-        commands=CommandRegistry(
-            [
-                *builtin_commands(),
-                *memory_commands(memory),
-                *code_commands(repos, indexer),
-                *skills_cmds,
-                *digest_commands(digest_store, digests),
-                *mcp_commands(mcp),
-                *voice_commands(voice, history),
-            ],
-            fallback=run_skill_by_name,
-        ),
+        commands=CommandRegistry(commands_of(features), fallback=fallback_of(features)),
         quotas=quotas,
         usage=usage,
         agent=agent,
@@ -270,7 +227,7 @@ def build_app(
         ),
         metrics=metrics,
         clock=clock,
-        offline_answer=offline_answer(repos, search),
+        offline_answer=offline_answer(code.repos, code.search),
         voice=voice,
     )
     return App(
@@ -280,16 +237,18 @@ def build_app(
         model=model,
         models=[a.model for a in agents.values() if a is not agent],
         metrics=metrics,
-        repos=repos,
-        search=search,
-        indexer=indexer,
-        graph_workers=graph_workers,
+        repos=code.repos,
+        search=code.search,
+        indexer=code.indexer,
+        graph_workers=code.graph_workers,
         skills=skills,
         outbox=outbox,
         digests=digests,
-        mcp=mcp,
-        confirmations=confirmations,
+        mcp=mcp.manager,
+        confirmations=mcp.confirmations,
         voice=voice,
+        features=features,
+        closing=stack,
     )
 
 
