@@ -15,8 +15,10 @@ import pytest
 from aiohttp import web
 from sqlmodel import col, select
 
+from bot.app import build_app
 from bot.delivery import delivering
 from bot.platforms import builtin_platforms
+from config.settings import Settings
 from core.adapter import ChatAdapter
 from core.outbox import Outbox, OutboxItem, OutboxMessage
 from core.platforms import Platforms
@@ -31,6 +33,7 @@ from core.tools.dispatcher import Dispatcher, ProposedCall
 from core.tools.registry import ToolRegistry
 from tests.clocks import Clock
 from tests.conftest import BotHarness
+from tests.fakes.openai_server import FakeOpenAI
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
@@ -102,28 +105,56 @@ async def test_the_tool_example_runs_through_the_dispatcher(db: Database) -> Non
     assert all(r.args_sha256 and "payments" not in r.detail for r in rows)
 
 
-async def test_the_command_example_runs_in_the_bot(make_bot: Callable[..., BotHarness]) -> None:
-    example = load("oncall_command")
-    bot = make_bot()
-    bot.core.commands.add(example.ONCALL)
+async def test_the_command_example_runs_in_the_bot(
+    make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(EXAMPLES))  # the feature imports its siblings by name
+    feature = load("oncall_feature").oncall_feature()
+    app = build_app(make_settings(), extra_features=[feature])
+    bot = BotHarness(app)
+    try:
+        reply = await bot.send("/oncall payments")
+        assert (reply.ok, reply.text) == (True, "**alice** is on call for payments this week.")
+        reply = await bot.send("/oncall Search --next-week")
+        assert reply.text == "**dave** is on call for Search next week."
 
-    reply = await bot.send("/oncall payments")
-    assert (reply.ok, reply.text) == (True, "**alice** is on call for payments this week.")
-    reply = await bot.send("/oncall Search --next-week")
-    assert reply.text == "**dave** is on call for Search next week."
+        missing = await bot.send("/oncall")
+        assert not missing.ok
+        assert missing.text == (
+            "Name a team: `/oncall payments`.\n\nUsage: `/oncall TEAM [--next-week]`"
+        )
+        unknown = await bot.send("/oncall mobile")
+        assert (unknown.ok, unknown.text) == (
+            False,
+            "There is no rota for `mobile`; teams: payments, search.",
+        )
+        listed = await bot.send("/help")
+        assert "- `/oncall TEAM [--next-week]` — who is on call for a team" in listed.text
+        assert [f.name for f in app.features][-1] == "oncall"
+    finally:
+        await app.aclose()
 
-    missing = await bot.send("/oncall")
-    assert not missing.ok
-    assert missing.text == (
-        "Name a team: `/oncall payments`.\n\nUsage: `/oncall TEAM [--next-week]`"
-    )
-    unknown = await bot.send("/oncall mobile")
-    assert (unknown.ok, unknown.text) == (
-        False,
-        "There is no rota for `mobile`; teams: payments, search.",
-    )
-    listed = await bot.send("/help")
-    assert "- `/oncall TEAM [--next-week]` — who is on call for a team" in listed.text
+
+async def test_the_features_tool_is_offered_and_called_by_the_model(
+    make_settings: Callable[..., Settings], fake_llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    feature = load("oncall_feature").oncall_feature()
+    settings = make_settings(llm_base_url=fake_llm.url, llm_model="fake-model", llm_max_retries=0)
+    app = build_app(settings, extra_features=[feature])
+    bot = BotHarness(app)
+    try:
+        fake_llm.tool_calls(("who_is_on_call", {"team": "search"}))
+        fake_llm.reply("Page bob.")
+        reply = await bot.send("whom do I page for search?")
+        assert reply.text == "Page bob."
+        assert [(c.name, c.ok) for c in reply.tool_calls] == [("who_is_on_call", True)]
+        offered = {t["function"]["name"] for t in fake_llm.requests[0]["tools"]}
+        assert "who_is_on_call" in offered
+        results = [m for m in fake_llm.requests[1]["messages"] if m["role"] == "tool"]
+        assert results[0]["content"] == "bob is on call for search this week."
+    finally:
+        await app.aclose()
 
 
 class Outcomes(Outbox):
