@@ -3,23 +3,20 @@
 Precedence: explicit arguments > environment > `.env` > the TOML file > defaults. Keys in the
 TOML file are the environment names in lower case (`llm_model = "..."`), plus a `[providers.X]`
 table per named LLM provider. Errors name the setting to fix and never print secret values.
+
+The fields are here; the settings file's reading (`config.source`), single values' parsing
+(`config.values`), providers (`config.providers`) and error reporting (`config.errors`) each
+have a module of their own.
 """
 
 from __future__ import annotations
 
-import difflib
 import os
-import re
-import tomllib
-import types
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AliasChoices,
-    BaseModel,
-    ConfigDict,
     Field,
     SecretStr,
     ValidationError,
@@ -31,257 +28,49 @@ from pydantic_settings import (
     NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
 )
 
-from core.errors import ConfigError
+from config.errors import SettingsError, describe_error
+from config.providers import MaxTokensParam, ProviderSettings, ResolvedProvider
+from config.source import (
+    CONFIG_DIR,
+    SettingsFileSource,
+    config_file,
+)
+from config.values import (
+    DEFAULT_DISCORD_UPLOAD_LIMIT,
+    MAX_MODEL_CHARS,
+    MAX_PROVIDER_CHARS,
+    clean_secret,
+    clean_url,
+    parse_id_list,
+    parse_size,
+)
 from core.mcp.config import McpServerSettings, check_server_names
-from core.policy import toml_kind
 
 if TYPE_CHECKING:
-    from importlib.resources.abc import Traversable
+    pass
 
-CONFIG_DIR = Path(__file__).resolve().parent
-DEFAULT_CONFIG_FILE = CONFIG_DIR / "threadline.toml"
 DEFAULT_POLICY_FILE = CONFIG_DIR / "policy.toml"
 
-_WHITESPACE = re.compile(r"\s")
-
-# OpenAI's reasoning models refuse `max_tokens` and want `max_completion_tokens`; most other
-# OpenAI-compatible servers only know `max_tokens`.
-MaxTokensParam = Literal["max_tokens", "max_completion_tokens"]
-_SIZE = re.compile(r"^(\d+)\s*(b|kb|kib|mb|mib)?$")
-_SIZE_UNITS = {"": 1, "b": 1, "kb": 1024, "kib": 1024, "mb": 1024 * 1024, "mib": 1024 * 1024}
-
-# Discord's upload limit for servers without boosts (what Discord calls "10 MB" is 10 MiB).
-DEFAULT_DISCORD_UPLOAD_LIMIT = 10 * 1024 * 1024
-
-
-class SettingsError(ConfigError, ValueError):
-    """Settings cannot be used; `str()` is a readable multi-line message without secrets."""
-
-
-MAX_PROVIDER_CHARS = 64  # usage_records.provider
-MAX_MODEL_CHARS = 128  # usage_records.model
-
-
-def clean_url(value: object, name: str) -> str | None:
-    if value is None:
-        return None
-    text = str(value).strip().rstrip("/")
-    if not text:
-        return None
-    scheme, sep, rest = text.partition("://")
-    if not sep or scheme.lower() not in ("http", "https") or not re.match(r"^[^\s/]+", rest):
-        raise ValueError(f"{name} must be an http:// or https:// URL")
-    return f"{scheme.lower()}://{rest}"  # schemes are case-insensitive; hosts stay as written
-
-
-def clean_secret(value: object, name: str) -> str | None:
-    if value is None:
-        return None
-    raw = value.get_secret_value() if isinstance(value, SecretStr) else str(value)
-    text = raw.strip()
-    if not text:
-        return None
-    if _WHITESPACE.search(text):
-        raise ValueError(
-            f"{name} has whitespace or a line break inside it (a bad paste?); "
-            "the value is not shown"
-        )
-    # Tokens travel in HTTP headers, which carry only ASCII: a zero-width space or a typographic
-    # dash from a paste would pass start-up and then fail every single request.
-    if not (text.isascii() and text.isprintable()):
-        raise ValueError(
-            f"{name} has a character that is not printable ASCII (an invisible or typographic "
-            "character from a bad paste?); the value is not shown"
-        )
-    return text
-
-
-def parse_id_list(value: object, name: str) -> tuple[int, ...]:
-    """`"1, 2"` (or a list from the TOML file) -> (1, 2)."""
-    if value is None:
-        return ()
-    items = value.split(",") if isinstance(value, str) else value
-    if not isinstance(items, list | tuple):
-        raise ValueError(f"{name} must be a comma-separated list of numeric ids")
-    ids: list[int] = []
-    for item in items:
-        text = str(item).strip()
-        if not text:
-            continue
-        if not text.isdigit():
-            raise ValueError(f"{name} must be a comma-separated list of numeric ids")
-        ids.append(int(text))
-    return tuple(ids)
-
-
-def parse_size(value: object, name: str) -> int:
-    """`10485760`, `"10MB"`, `"512 KiB"` -> bytes (KB and MB count in 1,024s, as Discord does)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        size = value
-    else:
-        m = _SIZE.match(str(value).strip().lower())
-        if m is None:
-            raise ValueError(f"{name} must be a size in bytes, or with a unit like 10MB or 512KB")
-        size = int(m[1]) * _SIZE_UNITS[m[2] or ""]
-    if size < 1:
-        raise ValueError(f"{name} must be at least 1 byte")
-    return size
-
-
-class ProviderSettings(BaseModel):
-    """A named LLM endpoint in `[providers.NAME]`. The key is read from the environment
-    variable named by `api_key_env`, so the TOML file never holds secrets."""
-
-    # Only ever read from TOML, whose values are typed: `context_window = true` is a mistake,
-    # not 1.
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    base_url: str | None = Field(None, description="The provider's OpenAI-compatible endpoint")
-    model: str | None = Field(None, description="Model name")
-    api_key_env: str | None = Field(
-        None, description="NAME of the environment variable that holds the API key"
-    )
-    context_window: int | None = Field(
-        None, ge=1024, description="The model's context window (default: `LLM_CONTEXT_WINDOW`)"
-    )
-    max_output_tokens: int | None = Field(
-        None, ge=16, description="Completion tokens per call (default: `LLM_MAX_OUTPUT_TOKENS`)"
-    )
-    timeout: float | None = Field(
-        None, gt=0, description="Seconds per model request (default: `LLM_TIMEOUT`)"
-    )
-    max_retries: int | None = Field(
-        None,
-        ge=0,
-        le=10,
-        description="Retries on 429, 5xx and connection errors (default: `LLM_MAX_RETRIES`)",
-    )
-    compact_threshold: float | None = Field(
-        None,
-        ge=0.3,
-        le=0.99,
-        description="Compact the thread at this fraction of the window "
-        "(default: `LLM_COMPACT_THRESHOLD`)",
-    )
-    max_tokens_param: MaxTokensParam | None = Field(
-        None,
-        description="`max_tokens` or `max_completion_tokens` (default: `LLM_MAX_TOKENS_PARAM`)",
-    )
-
-
-class ResolvedProvider(BaseModel):
-    name: str
-    base_url: str | None
-    model: str
-    api_key: SecretStr | None
-    context_window: int
-    max_output_tokens: int
-    timeout: float
-    max_retries: int
-    compact_threshold: float
-    max_tokens_param: MaxTokensParam
+# What `config.settings` has always offered its importers, wherever it lives now.
+__all__ = [
+    "CONFIG_DIR",
+    "DEFAULT_DISCORD_UPLOAD_LIMIT",
+    "DEFAULT_POLICY_FILE",
+    "MAX_MODEL_CHARS",
+    "MAX_PROVIDER_CHARS",
+    "ProviderSettings",
+    "ResolvedProvider",
+    "Settings",
+    "SettingsError",
+    "config_file",
+    "load_settings",
+]
 
 
 def _alias(env: str, key: str) -> AliasChoices:
     return AliasChoices(env, key)
-
-
-def _plain_type(annotation: object) -> object:
-    """`int | None` -> int; anything else unchanged."""
-    if get_origin(annotation) in (Union, types.UnionType):
-        args = [a for a in get_args(annotation) if a is not type(None)]
-        if len(args) == 1:
-            return args[0]
-    return annotation
-
-
-# What a TOML value must be for a field of this type. The environment only has text, so the
-# model converts leniently ("32768" -> 32768, "false" -> False); the file has typed values, and
-# there `true` for a number or `1` for a switch is a mistake to report, not to convert.
-_TOML_TYPES: dict[object, tuple[str, Callable[[object], bool]]] = {
-    int: ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
-    float: ("a number", lambda v: isinstance(v, int | float) and not isinstance(v, bool)),
-    bool: ("true or false", lambda v: isinstance(v, bool)),
-}
-
-
-class SettingsFileSource(TomlConfigSettingsSource):
-    """The settings file, checked as a file: unknown keys (typos such as `llm_context_windw`)
-    and values of the wrong TOML type are refused, naming the key. The model itself ignores
-    unknown names because the environment and `.env` hold many variables that are not ours."""
-
-    def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
-        super().__init__(settings_cls, toml_file=path)
-        problems = settings_file_problems(settings_cls, self.toml_data)
-        if problems:
-            raise SettingsError(
-                "\n".join(
-                    [
-                        f"Threadline cannot start: the settings file {path} (THREADLINE_CONFIG) "
-                        "has problems.",
-                        *(f"  - {p}" for p in problems),
-                    ]
-                )
-            )
-
-    def _read_file(self, file_path: Path | Traversable) -> dict[str, Any]:
-        where = f"the settings file {file_path} (THREADLINE_CONFIG)"
-        try:
-            return super()._read_file(file_path)
-        except UnicodeDecodeError:
-            raise SettingsError(
-                f"Threadline cannot start: {where} is not UTF-8 text (save it as UTF-8)"
-            ) from None
-        except tomllib.TOMLDecodeError as exc:
-            raise SettingsError(
-                f"Threadline cannot start: {where} is not valid TOML: {exc}"
-            ) from None
-        except OSError as exc:
-            raise SettingsError(
-                f"Threadline cannot start: {where} cannot be read: {exc.strerror or exc}"
-            ) from None
-
-
-def settings_file_keys(settings_cls: type[BaseModel]) -> dict[str, str]:
-    """Every key the settings file may use (lower case) -> its field: the field names and their
-    validation aliases (the environment names, such as `threadline_data_dir`)."""
-    keys: dict[str, str] = {}
-    for name, field in settings_cls.model_fields.items():
-        keys[name.lower()] = name
-        alias = field.validation_alias
-        choices = alias.choices if isinstance(alias, AliasChoices) else [alias]
-        for choice in choices:
-            if isinstance(choice, str):
-                keys[choice.lower()] = name
-    return keys
-
-
-def settings_file_problems(settings_cls: type[BaseModel], data: dict[str, Any]) -> list[str]:
-    keys = settings_file_keys(settings_cls)
-    # Fields with a validator of their own parse several forms on purpose ("10MB", "1, 2").
-    parsed = {
-        field
-        for decorator in settings_cls.__pydantic_decorators__.field_validators.values()
-        if decorator.info.mode != "after"
-        for field in decorator.info.fields
-    }
-    problems: list[str] = []
-    for key, value in data.items():
-        name = keys.get(key.lower())
-        if name is None:
-            close = difflib.get_close_matches(key.lower(), sorted(keys), n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            problems.append(f"{key}: unknown key{hint}")
-            continue
-        if name in parsed:
-            continue
-        expected = _TOML_TYPES.get(_plain_type(settings_cls.model_fields[name].annotation))
-        if expected is not None and not expected[1](value):
-            problems.append(f"{key}: must be {expected[0]}, not {toml_kind(value)}")
-    return problems
 
 
 class Settings(BaseSettings):
@@ -842,58 +631,6 @@ class Settings(BaseSettings):
         )
 
 
-_ENV_NAMES = {
-    "data_dir": "THREADLINE_DATA_DIR",
-    "policy_file": "THREADLINE_POLICY",
-    "max_message_chars": "THREADLINE_MAX_MESSAGE_CHARS",
-    "tool_max_args_chars": "THREADLINE_TOOL_MAX_ARGS_CHARS",
-    "tool_max_result_chars": "THREADLINE_TOOL_MAX_RESULT_CHARS",
-    "request_deadline": "THREADLINE_REQUEST_DEADLINE",
-    "max_concurrent_requests": "THREADLINE_MAX_CONCURRENT_REQUESTS",
-    "mcp_confirm_timeout": "THREADLINE_MCP_CONFIRM_TIMEOUT",
-    "shutdown_grace": "THREADLINE_SHUTDOWN_GRACE",
-    "persona": "THREADLINE_PERSONA",
-    "skills_dirs": "THREADLINE_SKILLS_DIRS",
-    "skills_index_share": "THREADLINE_SKILLS_INDEX_SHARE",
-    "skills_examples": "THREADLINE_SKILLS_EXAMPLES",
-    "log_level": "THREADLINE_LOG_LEVEL",
-    "log_format": "LOG_FORMAT",
-}
-
-
-def describe_error(exc: ValidationError) -> str:
-    """One line per problem, naming the variable; never the offending value."""
-    lines = ["Threadline cannot start: the configuration has problems."]
-    for err in exc.errors():
-        field = ".".join(str(p) for p in err["loc"])
-        head = str(err["loc"][0]) if err["loc"] else ""
-        name = _ENV_NAMES.get(head, head.upper()) if head else ""
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        if err["type"].endswith("_type"):  # a typed (TOML) value of the wrong type
-            msg += f", not {toml_kind(err['input'])}"
-        if field and head == "providers":
-            name = f"[providers] {field.removeprefix('providers.')} in the settings file"
-            if err["type"] == "extra_forbidden":
-                close = difflib.get_close_matches(
-                    str(err["loc"][-1]), sorted(ProviderSettings.model_fields), n=1
-                )
-                msg = "unknown key" + (f" (did you mean {close[0]}?)" if close else "")
-        if field and head == "mcp":
-            name = f"[mcp] {field.removeprefix('mcp.')} in the settings file"
-            if err["type"] == "extra_forbidden":
-                close = difflib.get_close_matches(
-                    str(err["loc"][-1]), sorted(McpServerSettings.model_fields), n=1
-                )
-                msg = "unknown key" + (f" (did you mean {close[0]}?)" if close else "")
-        lines.append(f"  - {name}: {msg}" if name else f"  - {msg}")
-    lines.append(f"(settings file: {config_file()})")
-    return "\n".join(lines)
-
-
-def config_file() -> Path:
-    return Path(os.environ.get("THREADLINE_CONFIG") or DEFAULT_CONFIG_FILE)
-
-
 def load_settings(**overrides: Any) -> Settings:
     path = config_file()
     if path.is_dir():
@@ -909,7 +646,7 @@ def load_settings(**overrides: Any) -> Settings:
     try:
         return Settings(**overrides)
     except ValidationError as exc:
-        raise SettingsError(describe_error(exc)) from None
+        raise SettingsError(describe_error(exc, path)) from None
     except UnicodeDecodeError:
         # The settings file reports its own decoding errors (SettingsFileSource); the other file
         # read here is `.env`, by python-dotenv, whose error names no file.
