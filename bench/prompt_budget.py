@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import append_results  # noqa: E402
-from core.code.graph.repomap import HEADER as MAP_HEADER  # noqa: E402
+from core.code.graph.outline import HEADER as MAP_HEADER  # noqa: E402
 from core.memory.history import SUMMARY_ACK, SUMMARY_PREFIX  # noqa: E402
 from core.memory.tokens import PER_MESSAGE_OVERHEAD, TokenCounter  # noqa: E402
 from core.skills.service import SKILLS_RULE  # noqa: E402

@@ -44,7 +44,7 @@ CONVERSATIONS = [
 
 
 async def measure(data: Path, runs: int) -> tuple[list[str], dict[str, str]]:
-    from core.code.graph import repomap
+    from core.code.graph import focus, outline, rank
     from core.memory.tokens import TokenCounter
     from core.store.engine import Database
     from core.store.models import Repo
@@ -59,20 +59,20 @@ async def measure(data: Path, runs: int) -> tuple[list[str], dict[str, str]]:
     rows: list[str] = []
     facts: dict[str, str] = {"repo": f"{repo.name}, {repo.file_count} files"}
 
-    async def once(text: str, cold: bool) -> tuple[float, repomap.RepoMap]:
+    async def once(text: str, cold: bool) -> tuple[float, outline.RepoMap]:
         if cold:
-            repomap._CACHE.clear()
+            rank._CACHE.clear()
         start = time.perf_counter()
-        graph = await repomap.load_graph(db, repo.id or 0)
+        graph = await rank.load_graph(db, repo.id or 0)
         assert graph is not None
-        found = repomap.seeds(graph, text)
-        built = repomap.build_map(
-            graph, Path(repo.root), repo.name, found, repomap.default_budget(found), count
+        found = focus.seeds(graph, text)
+        built = outline.build_map(
+            graph, Path(repo.root), repo.name, found, outline.default_budget(found), count
         )
         return (time.perf_counter() - start) * 1000, built
 
     await once("warm-up", True)
-    graph = await repomap.load_graph(db, repo.id)
+    graph = await rank.load_graph(db, repo.id)
     assert graph is not None
     facts["graph"] = f"{graph.size:,} definitions, {len(graph.src) // 2:,} resolved edges"
     for label, text in CONVERSATIONS:

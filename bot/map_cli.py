@@ -22,15 +22,9 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 async def map_command(app: App, args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from core.code.graph.repomap import (
-        MAX_TOKENS,
-        MIN_TOKENS,
-        Seeds,
-        build_map,
-        default_budget,
-        load_graph,
-        seeds,
-    )
+    from core.code.graph.focus import Seeds, seeds
+    from core.code.graph.outline import MAX_TOKENS, MIN_TOKENS, build_map, default_budget
+    from core.code.graph.rank import load_graph
     from core.memory.tokens import TokenCounter
 
     if args.tokens is not None and not MIN_TOKENS <= args.tokens <= MAX_TOKENS:

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from core.code.graph.repomap import looks_like_code_question
+from core.code.graph.focus import looks_like_code_question
 from core.memory.compaction import TOOL_RESULT_REMOVED, CompactionConfig
 from core.memory.history import is_summary, summary_messages
 from core.memory.tokens import TokenCounter

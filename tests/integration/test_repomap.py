@@ -10,16 +10,9 @@ from typing import Any
 
 import pytest
 
-from core.code.graph.repomap import (
-    DEFAULT_TOKENS,
-    HEADER,
-    Graph,
-    build_map,
-    default_budget,
-    load_graph,
-    looks_like_code_question,
-    seeds,
-)
+from core.code.graph.focus import looks_like_code_question, seeds
+from core.code.graph.outline import DEFAULT_TOKENS, HEADER, build_map, default_budget
+from core.code.graph.rank import Graph, load_graph
 from core.code.repos import RepoStore
 from core.code.walk import index_repo
 from core.memory.tokens import TokenCounter
