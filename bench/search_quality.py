@@ -96,7 +96,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench import search_quality_repos as whole_repos  # noqa: E402
 from bench.machine import append_section, machine_facts, threadline_version  # noqa: E402
-from core.code.chunking import Chunk, chunk_file  # noqa: E402
+from core.code.chunk import Chunk  # noqa: E402
+from core.code.chunking import chunk_file  # noqa: E402
 from core.code.ripgrep import ripgrep_binary  # noqa: E402
 
 BENCH = ROOT / "bench"

@@ -44,7 +44,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from core.code.chunking import Chunk, chunk_file  # noqa: E402
+from core.code.chunk import Chunk  # noqa: E402
+from core.code.chunking import chunk_file  # noqa: E402
 from core.code.languages import language_for  # noqa: E402
 from core.code.redact import redact  # noqa: E402
 from core.code.walk import walk  # noqa: E402

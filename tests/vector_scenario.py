@@ -11,7 +11,8 @@ from dataclasses import replace
 import numpy as np
 from qdrant_client import AsyncQdrantClient
 
-from core.code.chunking import Chunk, chunk_file
+from core.code.chunk import Chunk
+from core.code.chunking import chunk_file
 from core.code.sparse import terms
 from core.code.vectors import VectorStore
 

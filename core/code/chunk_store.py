@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.code.chunking import CHUNK_FORMAT, Chunk, chunk_file, embed_digest
+from core.code.chunk import Chunk, embed_digest
+from core.code.chunking import CHUNK_FORMAT, chunk_file
 from core.code.redact import redact
 from core.store.engine import Database
 from core.store.tables import table_of

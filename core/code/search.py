@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from core.code.chunking import CHUNK_FORMAT, Chunk, Kind
+from core.code.chunk import Chunk, Kind
+from core.code.chunking import CHUNK_FORMAT
 from core.code.redact import redact
 from core.code.results import MAX_TOP_K, CodeResult
 from core.code.roles import role_of

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 import numpy as np
 import numpy.typing as npt
 
-from core.code.chunking import embed_digest
+from core.code.chunk import embed_digest
 from core.code.embeddings import (
     Embedder,
     EmbeddingError,
@@ -98,7 +98,7 @@ EMBED_BATCH = 64
 
 
 class ChunkLike(Protocol):
-    """What the store needs of a chunk (`core.code.chunking.Chunk` has it)."""
+    """What the store needs of a chunk (`core.code.chunk.Chunk` has it)."""
 
     @property
     def repo(self) -> str: ...

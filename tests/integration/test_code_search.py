@@ -204,7 +204,7 @@ async def test_a_chunk_changed_under_the_same_id_is_re_embedded(
     """A reset database can hand out ids the vector store already has: the digest tells."""
     from sqlmodel import col, delete, select
 
-    from core.code.chunking import embed_digest
+    from core.code.chunk import embed_digest
     from core.store.models import CodeChunk, VectorSync
 
     bot = await indexed_bot(make_bot, tmp_path)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from core.code.chunking import MAX_FILE_CHARS, MAX_FUNCTION_CHARS, Chunk, chunk_file
+from core.code.chunk import MAX_FILE_CHARS, MAX_FUNCTION_CHARS, Chunk
+from core.code.chunking import chunk_file
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "chunking"
 
