@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from core.commands import Command, CommandContext
-from core.mcp.manager import McpManager, ServerState, shown_name
+from core.mcp.manager import McpManager
+from core.mcp.state import ServerState, shown_name
 from core.request import Reply
 
 USAGE = "Usage: `/mcp`, `/mcp diff SERVER` or `/mcp approve SERVER` (admin)."

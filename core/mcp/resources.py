@@ -32,7 +32,7 @@ class ReadArgs(ToolArgs):
 
 
 class ResourceServer(Protocol):
-    """What these tools read of a server's state (`core.mcp.manager.ServerState`)."""
+    """What these tools read of a server's state (`core.mcp.state.ServerState`)."""
 
     @property
     def status(self) -> str: ...

@@ -121,7 +121,7 @@ def test_malformed_mcp_permissions_are_refused(permission: str, expected: str) -
 
 
 def test_unusable_tool_definitions_are_skipped_with_a_reason() -> None:
-    from core.mcp.manager import _unusable
+    from core.mcp.registration import _unusable
 
     def definition(name: str = "ok", schema: object = None) -> dict[str, object]:
         return {"name": name, "inputSchema": schema if schema is not None else {"type": "object"}}
