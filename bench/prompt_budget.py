@@ -1,12 +1,13 @@
 """Prompt budget benchmark (not a pytest test): how many tokens each part of the prompt takes
 in a code question with every feature on, at context windows of 3k to 128k.
 
-Every feature on: the shipped example skills, a repository with its code graph (a copy of
-Threadline's own `core/` and `adapters/`: the repo map), long-term memory with facts related to
-the question, an MCP server with a resource (the test server in tests/fakes/mcp_server.py). The
-thread has three earlier turns of about 400 tokens; the question makes the model call
-`grep_code` once. The model is the scripted fake OpenAI-compatible server on 127.0.0.1; the
-prompt measured is the one that carries the tool's result (the model's second call).
+Every feature on: the shipped example skills, a repository with its code graph (Threadline's
+whole checkout, tests, docs, benches and fixtures included: the repo map), long-term memory
+with facts related to the question, an MCP server with a resource (the test server in
+tests/fakes/mcp_server.py). The thread has three earlier turns of about 400 tokens; the
+question makes the model call `grep_code` once. The model is the scripted fake
+OpenAI-compatible server on 127.0.0.1; the prompt measured is the one that carries the tool's
+result (the model's second call).
 
 Tokens are the agent's own estimate (`TokenCounter`, calibrated by the fake provider's counts
 of a quarter of the characters, as it would be by a real one), the figure its budget works with.
@@ -20,7 +21,6 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -120,11 +120,7 @@ async def measure(
     from core.code.walk import index_repo
 
     home = work / f"w{window}"
-    repo_root = home / "svc"
-    for package in ("core", "adapters"):
-        shutil.copytree(
-            ROOT / package, repo_root / package, ignore=shutil.ignore_patterns("__pycache__")
-        )
+    home.mkdir(parents=True)
     policy = home / "policy.toml"
     policy.write_text(POLICY)
     server = ROOT / "tests" / "fakes" / "mcp_server.py"
@@ -146,7 +142,7 @@ async def measure(
             who = ConsoleIdentity(thread="bench", user="alice")
             return await app.core.handle(to_request(text, who))
 
-        repo = await app.repos.register(str(repo_root))
+        repo = await app.repos.register(str(ROOT), "threadline")
         await index_repo(app.db, repo)
         app.mcp.start()
         async with asyncio.timeout(60):

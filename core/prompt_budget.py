@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from core.code.graph.focus import looks_like_code_question
-from core.memory.compaction import TOOL_RESULT_REMOVED, CompactionConfig
+from core.memory.compaction import CompactionConfig, shortened, without_result
 from core.memory.history import is_summary, summary_messages
 from core.memory.tokens import TokenCounter
 
@@ -89,6 +89,7 @@ class Needs:
     code: bool
     memory: bool
     skills: bool
+    words: frozenset[str] = frozenset()  # the message's words, matched against MCP tool names
 
     @classmethod
     def of(cls, text: str, recent: Sequence[str] = (), *, skills_in_use: bool = False) -> Needs:
@@ -99,6 +100,7 @@ class Needs:
             code=looks_like_code_question(text) or looks_like_code_question(last),
             memory=bool(_MEMORY_WORDS.search(text)),
             skills=skills_in_use or bool(_SKILL_WORDS.search(text)),
+            words=frozenset(_WORD.findall(text.lower())),
         )
 
     def wants(self, group: ToolGroup, name: str) -> bool:
@@ -111,9 +113,8 @@ class Needs:
         if group == "voice":
             return True  # offered at all only when the user asked for audio
         if group == "mcp":
-            words = set(_WORD.findall(self.text.lower()))
             parts = {p for p in re.split(r"[_\W]+", name.lower()) if len(p) > 2}
-            return bool(words & parts)
+            return bool(self.words & parts)
         if name == "current_time":
             return bool(_TIME_WORDS.search(self.text))
         return bool(_AUDIT_WORDS.search(self.text))
@@ -165,8 +166,7 @@ class ToolChoice:
     schemas: list[Schema]
     names: frozenset[str]
     groups: frozenset[ToolGroup]
-    compact: bool  # some schemas are in their compact form
-    left_out: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()  # offered by the registry, not in this request (logged)
 
 
 class PromptBudget:
@@ -181,9 +181,6 @@ class PromptBudget:
     def full_rules_fit(self, rules: str) -> bool:
         return self.counter.count_text(rules) <= self.total * RULES_SHARE
 
-    def tokens(self, messages: Sequence[Message], tools: Sequence[Schema] | None = None) -> int:
-        return self.counter.count(messages, tools)
-
     # -- tools ------------------------------------------------------------------------------
     def choose_tools(self, offered: Sequence[OfferedTool], needs: Needs) -> ToolChoice:
         """Every offered tool when all fit their share; else the likely ones, full where they
@@ -191,12 +188,9 @@ class PromptBudget:
         cap = int(self.total * TOOLS_SHARE)
         everything = [t.schema for t in offered]
         if not offered or self._schema_tokens(everything) <= cap:
-            return ToolChoice(
-                everything, frozenset(t.name for t in offered), _groups(offered), compact=False
-            )
+            return ToolChoice(everything, frozenset(t.name for t in offered), _groups(offered))
         chosen: list[OfferedTool] = []
         schemas: list[Schema] = []
-        compact = False
         left_out: list[str] = []
         for t in offered:
             if not needs.wants(t.group, t.name):
@@ -206,7 +200,6 @@ class PromptBudget:
                 if self._schema_tokens([*schemas, candidate]) <= cap:
                     schemas.append(candidate)
                     chosen.append(t)
-                    compact = compact or candidate is not t.schema
                     break
             else:
                 left_out.append(t.name)
@@ -214,7 +207,6 @@ class PromptBudget:
             schemas,
             frozenset(t.name for t in chosen),
             _groups(chosen),
-            compact=compact,
             left_out=tuple(left_out),
         )
 
@@ -239,11 +231,11 @@ class PromptBudget:
         turn = list(conversation[current:])
         results = sum(1 for m in turn if m["role"] == "tool")
         keep = self.results_chars(fixed, results)
-        turn = [_shortened(m, keep) if m["role"] == "tool" else m for m in turn]
+        turn = [shortened(m, keep) if m["role"] == "tool" else m for m in turn]
         previous_start = users[-2] if len(users) > 1 else current
         if previous_start < current and is_summary(conversation[previous_start]):
             previous_start = current  # the turn before this one is the summary itself
-        previous = [_lean(m) for m in conversation[previous_start:current]]
+        previous = [without_result(m) for m in conversation[previous_start:current]]
         head = list(conversation[:previous_start])
         if head and is_summary(head[0]) and len(head) <= 2:
             summary = head
@@ -256,9 +248,9 @@ class PromptBudget:
 
     def fit_parts(
         self, fixed: int, reserve: int, parts: dict[OptionalPart, list[Message]]
-    ) -> tuple[list[OptionalPart], int]:
+    ) -> list[OptionalPart]:
         """The optional parts that fit beside the fixed ones and the conversation's reserve,
-        in priority order; and the room left after them."""
+        in priority order."""
         room = self.total - fixed - reserve
         kept: list[OptionalPart] = []
         for name in PRIORITY:
@@ -269,7 +261,7 @@ class PromptBudget:
             if size <= room:
                 kept.append(name)
                 room -= size
-        return kept, max(0, room)
+        return kept
 
     def room_for_parts(self, fixed: int, reserve: int) -> int:
         """What the optional parts may take together, in tokens (0: none of them fits)."""
@@ -279,15 +271,3 @@ class PromptBudget:
 
 def _groups(tools: Sequence[OfferedTool]) -> frozenset[ToolGroup]:
     return frozenset(t.group for t in tools)
-
-
-def _lean(m: Message) -> Message:
-    if m["role"] == "tool" and len(str(m.get("content") or "")) > len(TOOL_RESULT_REMOVED):
-        return {**m, "content": TOOL_RESULT_REMOVED}
-    return m
-
-
-def _shortened(m: Message, max_chars: int) -> Message:
-    from core.memory.compaction import shortened
-
-    return shortened(m, max_chars)

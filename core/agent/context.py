@@ -137,7 +137,14 @@ class PromptContext:
     async def choose_tools(self, session: ToolSession, turn: Turn) -> ToolChoice:
         offered = await self._registry.offered_tools(session)
         needs = turn.needs or Needs.of("")
-        return self.budget.choose_tools([_offered(t) for t in offered], needs)
+        choice = self.budget.choose_tools([_offered(t) for t in offered], needs)
+        if choice.left_out:
+            log.debug(
+                "request %s: tools left out to fit the window: %s",
+                session.request_id,
+                ", ".join(choice.left_out),
+            )
+        return choice
 
     def skills_again(
         self, session: ToolSession, turn: Turn, conversation: Sequence[Message]
@@ -188,7 +195,7 @@ class PromptContext:
         if resources:
             optional["resources"] = [{"role": "user", "content": resources}]
         reserve = self.budget.reserve(conversation, fixed)
-        kept, _ = self.budget.fit_parts(fixed, reserve, optional)
+        kept = self.budget.fit_parts(fixed, reserve, optional)
         skills = sk if "skills" in kept else None
         skills_now = (
             "\n\n".join(p for p in (skills.dynamic if skills else None, again) if p) or None

@@ -178,12 +178,7 @@ class Compactor:
         )
         # Measured as trimming's first step would leave them: a big tool result is cheaper
         # to lose than a whole turn.
-        lean = [
-            {**m, "content": TOOL_RESULT_REMOVED}
-            if m["role"] == "tool" and len(str(m.get("content") or "")) > len(TOOL_RESULT_REMOVED)
-            else m
-            for m in conversation
-        ]
+        lean = [without_result(m) for m in conversation]
         cut = 0
         for keep in range(self.config.keep_user_turns, 0, -1):
             cut = cut_point(conversation, keep)
@@ -242,9 +237,9 @@ class Compactor:
         previous = users[-2] if len(users) > 1 else current
         # 1. Large tool results of the older turns, oldest first.
         for i in range(current):
-            m = body[i]
-            if m["role"] == "tool" and len(str(m.get("content") or "")) > len(TOOL_RESULT_REMOVED):
-                body[i] = {**m, "content": TOOL_RESULT_REMOVED}
+            lean = without_result(body[i])
+            if lean is not body[i]:
+                body[i] = lean
                 if done(body):
                     return [*head, *body]
         # 2. This turn's tool results, down to their share of the room.
@@ -333,6 +328,13 @@ def shortened(m: Message, max_chars: int) -> Message:
     head = max_chars * 2 // 3
     tail = max_chars - head
     return {**m, "content": text[:head] + TEXT_SHORTENED + text[-tail:]}
+
+
+def without_result(m: Message) -> Message:
+    """`m` with a large tool result replaced by the marker (as trimming's first step does)."""
+    if m["role"] == "tool" and len(str(m.get("content") or "")) > len(TOOL_RESULT_REMOVED):
+        return {**m, "content": TOOL_RESULT_REMOVED}
+    return m
 
 
 def _has_results(turn: Sequence[Message]) -> bool:
