@@ -54,11 +54,8 @@ async def test_speak_is_refused_when_it_was_not_offered(
     assert [(r.tool, r.outcome) for r in rows] == [("speak", "not_offered")]
 
 
-async def test_a_direct_dispatch_checks_the_tools_availability(
-    open_db: Callable[[], Database],
-) -> None:
-    db = open_db()
-    dispatcher = Dispatcher(ToolRegistry(voice_tools()), AuditLog(db))
+def voice_context(db: Database, text: str) -> tuple[Dispatcher, ToolContext]:
+    """A dispatcher holding the `speak` tool, and a console session allowed to use it."""
     request = Request(
         platform="console",
         tenant="T1",
@@ -66,11 +63,17 @@ async def test_a_direct_dispatch_checks_the_tools_availability(
         thread="t1",
         user="alice",
         roles=(),
-        text="what is the status?",
+        text=text,
     )
-    policy = Policy.from_dict({"defaults": {"permissions": ["ask", "tts"]}})
-    session = open_session(request, policy)
-    ctx = ToolContext(session=session, db=db)
+    session = open_session(request, Policy.from_dict({"defaults": {"permissions": ["tts"]}}))
+    return Dispatcher(ToolRegistry(voice_tools()), AuditLog(db)), ToolContext(session, db)
+
+
+async def test_a_direct_dispatch_checks_the_tools_availability(
+    open_db: Callable[[], Database],
+) -> None:
+    dispatcher, ctx = voice_context(open_db(), "what is the status?")
+    session = ctx.session
     outcome = await dispatcher.dispatch(ctx, ProposedCall("c1", "speak", json.dumps({})))
     assert (outcome.ok, outcome.code) == (False, "not_offered")
     assert not session.effects.speak
@@ -84,19 +87,7 @@ async def test_a_direct_dispatch_checks_the_tools_availability(
 async def test_deeply_nested_arguments_are_invalid_not_a_crash(
     open_db: Callable[[], Database],
 ) -> None:
-    db = open_db()
-    dispatcher = Dispatcher(ToolRegistry(voice_tools()), AuditLog(db))
-    request = Request(
-        platform="console",
-        tenant="T1",
-        channel="C1",
-        thread="t1",
-        user="alice",
-        roles=(),
-        text="read it aloud",
-    )
-    session = open_session(request, Policy.from_dict({"defaults": {"permissions": ["tts"]}}))
-    ctx = ToolContext(session=session, db=db)
+    dispatcher, ctx = voice_context(open_db(), "read it aloud")
     nested = '{"a": ' + "[" * 1990 + "]" * 1990 + "}"  # within the 4,000-character limit
     outcome = await dispatcher.dispatch(
         ctx, ProposedCall("c1", "speak", nested), offered=frozenset({"speak"})
