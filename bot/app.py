@@ -426,5 +426,6 @@ def _openai_model(resolved: ResolvedProvider) -> ChatModel:
             max_retries=resolved.max_retries,
             compact_threshold=resolved.compact_threshold,
             max_tokens_param=resolved.max_tokens_param,
+            stream=resolved.stream,
         )
     )

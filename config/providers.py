@@ -51,6 +51,11 @@ class ProviderSettings(BaseModel):
         None,
         description="`max_tokens` or `max_completion_tokens` (default: `LLM_MAX_TOKENS_PARAM`)",
     )
+    stream: bool | None = Field(
+        None,
+        description="Stream answers as they are written; `false` for endpoints that cannot "
+        "(default: `LLM_STREAM`)",
+    )
 
 
 class ResolvedProvider(BaseModel):
@@ -64,3 +69,4 @@ class ResolvedProvider(BaseModel):
     max_retries: int
     compact_threshold: float
     max_tokens_param: MaxTokensParam
+    stream: bool

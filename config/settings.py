@@ -245,6 +245,12 @@ class Settings(BaseSettings):
         "`max_completion_tokens` for OpenAI's reasoning models (per provider: "
         "`max_tokens_param`)",
     )
+    llm_stream: bool = Field(
+        True,
+        description="Stream answers as the model writes them (`stream=true` with usage); an "
+        "endpoint that refuses streaming is asked without it from then on (per provider: "
+        "`stream`)",
+    )
     providers: dict[str, ProviderSettings] = Field(
         {}, description="Named LLM endpoints: `[providers.NAME]` tables of the settings file"
     )
@@ -374,6 +380,17 @@ class Settings(BaseSettings):
         None,
         description="Slack Web API base URL (enterprise proxies); must end in `/api/`; "
         "default `https://slack.com/api/`",
+    )
+    slack_stream: bool = Field(
+        True,
+        description="Stream answers into Slack threads with Slack's streaming methods "
+        "(`chat.startStream`); a workspace that refuses them gets a message edited at most "
+        "once a second instead",
+    )
+    slack_assistant_status: bool = Field(
+        True,
+        description="Show Slack's \"is thinking…\" status (`assistant.threads.setStatus`) until "
+        "the first words of an answer arrive",
     )
     discord_token: SecretStr | None = Field(
         None,
@@ -628,6 +645,7 @@ class Settings(BaseSettings):
             max_retries=base.max_retries if base.max_retries is not None else self.llm_max_retries,
             compact_threshold=base.compact_threshold or self.llm_compact_threshold,
             max_tokens_param=base.max_tokens_param or self.llm_max_tokens_param,
+            stream=base.stream if base.stream is not None else self.llm_stream,
         )
 
 

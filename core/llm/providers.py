@@ -17,3 +17,4 @@ class ProviderSpec:
     max_retries: int = 2
     compact_threshold: float = 0.9  # compact the thread at this fraction of context_window
     max_tokens_param: str = "max_tokens"  # or "max_completion_tokens" (OpenAI reasoning models)
+    stream: bool = True  # ask for answers as they are written (off: endpoints that cannot)
