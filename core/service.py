@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -18,6 +18,7 @@ from core.logcontext import RequestContext, request_scope
 from core.policy import Policy
 from core.request import Progress, Reply, Request
 from core.session import ToolSession, open_session
+from core.streaming import Finished, ReplyEvent, ReplySink, Status, TextDelta, finished
 
 if TYPE_CHECKING:
     from core.agent import Agent
@@ -141,10 +142,50 @@ class Core:
             return self.agents[session.model]
         return self.agent
 
-    async def handle(self, request: Request, progress: Progress | None = None) -> Reply:
+    async def stream(self, request: Request) -> AsyncIterator[ReplyEvent]:
+        """Answer one request as it is written: the answer's words, tool steps and status
+        lines as they happen, then one `Finished` with the whole reply (`core.streaming`).
+        Never raises for the request's sake; closing the iterator early cancels the work."""
+        queue: asyncio.Queue[ReplyEvent] = asyncio.Queue()
+
+        async def progress(text: str) -> None:
+            queue.put_nowait(Status(text))
+
+        async def events(event: ReplyEvent) -> None:
+            queue.put_nowait(event)
+
+        async def work() -> None:
+            reply = await self.handle(request, progress, events=events)
+            queue.put_nowait(Finished(reply))
+
+        task = asyncio.create_task(work())
+        streamed: list[str] = []
+        try:
+            while True:
+                event = await queue.get()
+                if isinstance(event, TextDelta):
+                    streamed.append(event.text)
+                elif isinstance(event, Finished):
+                    yield finished(event.reply, "".join(streamed))
+                    return
+                yield event
+        finally:
+            if not task.done():
+                task.cancel()
+                # The work's own clean-up (the thread's lock, quota reservations) runs first.
+                await asyncio.wait([task])
+
+    async def handle(
+        self,
+        request: Request,
+        progress: Progress | None = None,
+        *,
+        events: ReplySink | None = None,
+    ) -> Reply:
         """Answer one request. Never raises: refusals and failures become a Reply.
 
-        `progress` receives short status lines while tools run (optional)."""
+        `progress` receives short status lines while tools run, `events` the answer's words
+        as they are written and its tool steps (both optional; see `stream`)."""
         started = time.monotonic()
         context = RequestContext(
             request.request_id, request.platform, request.tenant, request.channel
@@ -152,7 +193,7 @@ class Core:
         with request_scope(context):
             try:
                 async with self._slots:
-                    reply = await self._handle(request, progress)
+                    reply = await self._handle(request, progress, events)
             except Refusal as exc:
                 reply = Reply(str(exc), ok=False)
             except Exception:
@@ -167,7 +208,9 @@ class Core:
             self._metrics.observe(request.platform, reply, time.monotonic() - started)
         return reply
 
-    async def _handle(self, request: Request, progress: Progress | None) -> Reply:
+    async def _handle(
+        self, request: Request, progress: Progress | None, events: ReplySink | None
+    ) -> Reply:
         if len(request.text) > self._limits.max_message_chars:
             raise Refusal(
                 messages.message_too_long(len(request.text), self._limits.max_message_chars)
@@ -177,17 +220,17 @@ class Core:
         deadline = RequestDeadline(self._limits.deadline)
         text = request.text.strip()
         if not text:
-            ctx = self._command_context(session, deadline)
+            ctx = self._command_context(session, deadline, None, None)
             return Reply(messages.EMPTY_MESSAGE_HINT + "\n\n" + cmd.help_text(ctx), ephemeral=True)
         parsed = cmd.parse(text)
         try:
             async with deadline.limit:
                 if parsed is None:
-                    return await self._ask(session, text, progress, deadline)
+                    return await self._ask(session, text, progress, events, deadline)
                 command = self.commands.get(parsed.name)
                 if command is not None and not command.timed:
                     deadline.limit.reschedule(None)
-                ctx = self._command_context(session, deadline, progress)
+                ctx = self._command_context(session, deadline, progress, events)
                 return await self.commands.run(ctx, parsed)
         except TimeoutError:
             if not deadline.limit.expired():
@@ -206,6 +249,7 @@ class Core:
         session: ToolSession,
         text: str,
         progress: Progress | None,
+        events: ReplySink | None,
         deadline: RequestDeadline,
         skills: Sequence[str] = (),
     ) -> Reply:
@@ -222,7 +266,7 @@ class Core:
         session.effects.voice_asked = self.voice is not None and asks_for_voice(text)
         async with self._threads.hold(session.conversation):
             with deadline.lifted():
-                reply = await agent.answer(session, text, progress, skills=skills)
+                reply = await agent.answer(session, text, progress, skills=skills, events=events)
         if session.effects.speak:
             # The model asked (through the `speak` tool) for its answer to be read aloud.
             reply = await self._attach_voice(session, reply, text, deadline)
@@ -250,10 +294,11 @@ class Core:
         self,
         session: ToolSession,
         deadline: RequestDeadline,
-        progress: Progress | None = None,
+        progress: Progress | None,
+        events: ReplySink | None,
     ) -> cmd.CommandContext:
         async def ask(text: str, *, skills: Sequence[str] = ()) -> Reply:
-            return await self._ask(session, text, progress, deadline, skills)
+            return await self._ask(session, text, progress, events, deadline, skills)
 
         voice = self.voice
 

@@ -17,7 +17,7 @@ of every `TextDelta` joined. An adapter that has shown the deltas only has to ad
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from core.request import Reply
 
@@ -59,3 +59,13 @@ class Finished:
 ReplyEvent = TextDelta | ToolStarted | ToolFinished | Status | Finished
 # Where core sends events while it works; a sink that raises is logged and ignored.
 ReplySink = Callable[[ReplyEvent], Awaitable[None]]
+
+
+def finished(reply: Reply, streamed: str) -> Finished:
+    """The last event of a request whose deltas carried `streamed`. A reply that does not
+    continue what was shown (the request failed after the first words, or was refused by a
+    path that never saw them) gets the shown words in front, so nothing shown is contradicted
+    or lost and the failure reads as the answer's last line."""
+    if streamed and not reply.text.startswith(streamed):
+        reply = replace(reply, text=f"{streamed}\n\n{reply.text}" if reply.text else streamed)
+    return Finished(reply, streamed)

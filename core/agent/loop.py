@@ -17,9 +17,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from core import messages
+from core.agent.activity import describe
 from core.agent.context import CodeMap, Parts, PromptContext, Recall
 from core.agent.turn import Message, Turn
-from core.llm.client import ChatModel, Completion, LLMError
+from core.llm.client import ChatModel, Completion, LLMError, TextSink
 from core.llm.metered import MeteredModel
 from core.llm.toolcalls import assistant_message
 from core.llm.usage import UsageRecorder
@@ -34,6 +35,7 @@ from core.request import Progress, Reply, ToolCallRecord
 from core.session import ToolSession
 from core.skills.service import Skills
 from core.store.engine import Database
+from core.streaming import ReplyEvent, ReplySink, TextDelta, ToolFinished, ToolStarted
 from core.tools.context import ToolContext
 from core.tools.dispatcher import Dispatcher, cap
 
@@ -105,11 +107,14 @@ class Agent:
         progress: Progress | None = None,
         *,
         skills: Sequence[str] = (),
+        events: ReplySink | None = None,
     ) -> Reply:
         """Answer `text` in the session's thread. `skills` (a user ran `/skill NAME`) are
-        loaded before the model is called, so running one never depends on the model."""
+        loaded before the model is called, so running one never depends on the model.
+        `events` receives the answer's words as they are written and the tool steps."""
         await self._metered.ready()
         turn = Turn(messages=[{"role": "user", "content": text}], tool_calls=[], notices=[])
+        writer = _Writer(events)
         turn.expires_at = self._clock() + timedelta(seconds=self.deadline) + RESERVATION_MARGIN
         # One deadline for the whole request: a hung model call or a slow tool must not keep
         # the user (and the thread's lock) waiting for minutes.
@@ -118,7 +123,7 @@ class Agent:
             async with limit:
                 history = await self._history.load(session.conversation)
                 parts = await self.context.prepare(session, text, history, turn, skills)
-                reply = await self._loop(session, history, turn, parts, progress)
+                reply = await self._loop(session, history, turn, parts, progress, writer)
         except TimeoutError:
             if not limit.expired():
                 raise
@@ -130,7 +135,7 @@ class Agent:
         # Only a real answer becomes the assistant's words: a failure notice ("budget used
         # up") stored as such would read to the model as something it said.
         if reply.ok:
-            turn.messages.append({"role": "assistant", "content": reply.text})
+            turn.messages.append({"role": "assistant", "content": turn.written[-1]})
         # One transaction per request: the thread never holds half a turn.
         await self._history.append(session.conversation, turn.messages)
         return reply
@@ -142,6 +147,7 @@ class Agent:
         turn: Turn,
         parts: Parts,
         progress: Progress | None,
+        writer: _Writer,
     ) -> Reply:
         ctx = ToolContext(session=session, db=self._db)
         max_steps = session.budgets.iterations_per_request
@@ -169,16 +175,21 @@ class Agent:
                     history, conversation = await self._fit(
                         session, prefix, history, turn, tools, keep
                     )
-                completion = await self._call_model(session, [*prefix, *conversation], tools, turn)
+                writer.next_step()
+                completion = await self._call_model(
+                    session, [*prefix, *conversation], tools, turn, on_text=writer.text
+                )
             except BudgetExhausted as exc:
                 return self._reply(turn, self._exhausted_text(exc), ok=False)
             except LLMError as exc:
                 log.warning("model call failed for request %s: %s", session.request_id, exc)
                 return self._reply(turn, messages.llm_failure(exc.kind), ok=False)
             session.counters.iterations += 1
+            written = completion.text.strip()
             if not completion.tool_calls or tools is None:
-                text = completion.text.strip()
-                if text:
+                if written:
+                    turn.written.append(written)
+                    text = "\n\n".join(turn.written)
                     return self._reply(turn, text, denied=denied, session=session)
                 # No answer is a failed request. Only a model that still wants tools on the
                 # last step ran out of steps; an empty answer earlier is a bad response.
@@ -195,8 +206,12 @@ class Agent:
                 turn.over_budget = True
                 await self._dispatcher.refuse_excess(ctx, list(excess))
             turn.messages.append(assistant_message(completion.text, calls))
+            if written:
+                turn.written.append(written)
             for i, call in enumerate(calls):
                 await _notify(progress, messages.progress_tool(call.name, step))
+                label = describe(self._dispatcher.registry, call)
+                await writer.send(ToolStarted(call.id, label))
                 started = time.monotonic()
                 offered = choice.names if choice is not None else frozenset()
                 outcome = await self._dispatcher.dispatch(ctx, call, offered=offered)
@@ -205,6 +220,7 @@ class Agent:
                 turn.tool_calls.append(
                     ToolCallRecord(call.name, outcome.ok, None if outcome.ok else outcome.code)
                 )
+                await writer.send(ToolFinished(call.id, label, outcome.ok))
                 if outcome.permission:
                     denied[call.name] = outcome.permission
                 # A single huge result must not crowd the thread out of the window.
@@ -272,9 +288,16 @@ class Agent:
         tools: list[dict[str, Any]] | None,
         turn: Turn,
         max_output: int | None = None,
+        *,
+        on_text: TextSink | None = None,
     ) -> Completion:
         paid = await self._metered.complete(
-            session, prompt, tools, expires_at=turn.expires_at, max_output=max_output
+            session,
+            prompt,
+            tools,
+            expires_at=turn.expires_at,
+            max_output=max_output,
+            on_text=on_text,
         )
         turn.notices.extend(_warnings(paid.crossed))
         turn.usage = turn.usage + paid.usage
@@ -336,3 +359,44 @@ async def _notify(progress: Progress | None, text: str) -> None:
         await progress(text)
     except Exception:
         log.warning("progress update failed", exc_info=True)
+
+
+class _Writer:
+    """Hands the model's words to `events` as they come, normalized as the reply's text will
+    be: each step's text without leading or trailing blank space, steps apart by a blank line.
+    So the reply's text always starts with what was streamed (`core.streaming`'s contract).
+    Events are a courtesy: a sink that fails is logged and the request goes on."""
+
+    def __init__(self, events: ReplySink | None) -> None:
+        self._events = events
+        self._any = False  # some step has written something
+        self._step_started = False
+        self._blank = ""  # trailing blank space, held until more text follows it
+        self.text: TextSink | None = self._text if events is not None else None
+
+    def next_step(self) -> None:
+        self._step_started = False
+        self._blank = ""
+
+    async def _text(self, piece: str) -> None:
+        if not self._step_started:
+            piece = piece.lstrip()
+            if not piece:
+                return
+            self._step_started = True
+            if self._any:
+                piece = "\n\n" + piece
+            self._any = True
+        body = piece.rstrip()
+        if body:
+            await self.send(TextDelta(self._blank + body))
+            self._blank = ""
+        self._blank += piece[len(body) :]
+
+    async def send(self, event: ReplyEvent) -> None:
+        if self._events is None:
+            return
+        try:
+            await self._events(event)
+        except Exception:
+            log.warning("a reply event could not be handed on", exc_info=True)

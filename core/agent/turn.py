@@ -28,3 +28,6 @@ class Turn:
     skills: SkillPrompt | None = None  # what skills add to the prompt
     thread_skills: list[str] = field(default_factory=list)  # loaded earlier in the thread
     needs: Needs | None = None  # what the request likely needs, for the tools it is offered
+    # What the model wrote for the user at each step, stripped: the reply is all of it (the
+    # words before a tool call were shown as they came), the thread keeps the last as the answer.
+    written: list[str] = field(default_factory=list)

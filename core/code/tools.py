@@ -135,7 +135,12 @@ def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]
     async def any_repo(session: ToolSession) -> bool:
         return bool(await store.visible(session))
 
-    @tool(permission="code.read", timeout=GREP_TIMEOUT + 10, available=any_repo)
+    @tool(
+        permission="code.read",
+        timeout=GREP_TIMEOUT + 10,
+        available=any_repo,
+        activity="Searching code for `{pattern}`",
+    )
     async def grep_code(ctx: ToolContext, args: GrepArgs) -> str:
         """Regex search (ripgrep) in the team's code repositories: use it first for exact
         names, error strings, config keys. Output: `## repo: path`, then `N:` matching and
@@ -150,7 +155,7 @@ def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]
             raise ToolError(f"the search failed: {run.errors[0]}")
         return format_grep(run, args.pattern)
 
-    @tool(permission="code.read", available=any_repo)
+    @tool(permission="code.read", available=any_repo, activity="Listing files matching `{pattern}`")
     async def glob_files(ctx: ToolContext, args: GlobArgs) -> str:
         """List repository files whose path matches a gitignore-style glob ('*.proto' at any
         depth, 'src/**/*.ts' from the root)."""
@@ -160,14 +165,19 @@ def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]
         repos = await _repos(store, ctx, args.repo)
         return await asyncio.to_thread(format_glob, repos, pattern)
 
-    @tool(permission="code.read", available=any_repo)
+    @tool(permission="code.read", available=any_repo, activity="Reading `{path}`")
     async def read_file(ctx: ToolContext, args: ReadArgs) -> str:
         """Read numbered lines of a repository file (repo and path as grep_code or glob_files
         show them), at most 400 lines per call."""
         (repo,) = await _repos(store, ctx, args.repo)
         return await asyncio.to_thread(_read, repo, args)
 
-    @tool(permission="code.read", timeout=60, available=any_repo)
+    @tool(
+        permission="code.read",
+        timeout=60,
+        available=any_repo,
+        activity="Searching the code index for `{query}`",
+    )
     async def search_code(ctx: ToolContext, args: SearchArgs) -> str:
         """Semantic + keyword search over the indexed code: use it when the question is vague
         ("where do we retry webhooks?") or exact search found nothing. Returns the best
@@ -187,7 +197,11 @@ def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]
             raise ToolError(f"{exc}; use grep_code instead") from None
         return format_search(results, args.query)
 
-    @tool(permission="code.read", available=any_repo)
+    @tool(
+        permission="code.read",
+        available=any_repo,
+        activity="Following `{symbol}` in the code graph",
+    )
     async def code_graph(ctx: ToolContext, args: GraphArgs) -> str:
         """The code graph around a definition: where it is, what it extends/implements and
         what extends it, what it imports, who calls it (callers) and what it calls (callees),

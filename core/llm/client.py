@@ -9,19 +9,26 @@ the provider's Retry-After honoured) are the openai client's own.
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.errors import ThreadlineError
 from core.llm.kinds import LLMErrorKind
 from core.llm.providers import ProviderSpec
-from core.llm.toolcalls import assistant_message, normalize_tool_calls
+from core.llm.toolcalls import ToolCallDeltas, assistant_message, normalize_tool_calls
 from core.llm.usage import parse_usage
 from core.request import Usage
 from core.tools.dispatcher import ProposedCall
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
+
+log = logging.getLogger(__name__)
+
+# Receives the answer's text as the model writes it (streamed calls), or whole (others).
+TextSink = Callable[[str], Awaitable[None]]
 
 
 class LLMError(ThreadlineError):
@@ -50,7 +57,11 @@ class ChatModel(Protocol):
         *,
         tools: list[dict[str, Any]] | None = None,
         max_tokens: int | None = None,
-    ) -> Completion: ...
+        on_text: TextSink | None = None,
+    ) -> Completion:
+        """One completion. With `on_text`, the text is handed over as it is written (or
+        whole, by models that cannot stream) before the completion returns."""
+        ...
 
     async def aclose(self) -> None: ...
 
@@ -59,6 +70,7 @@ class OpenAICompatibleModel:
     def __init__(self, spec: ProviderSpec) -> None:
         self.spec = spec
         self._client: AsyncOpenAI | None = None
+        self._stream_refused = False  # the endpoint said it cannot stream: stop asking
 
     def _get_client(self) -> AsyncOpenAI:
         if self._client is None:
@@ -99,31 +111,30 @@ class OpenAICompatibleModel:
         *,
         tools: list[dict[str, Any]] | None = None,
         max_tokens: int | None = None,
+        on_text: TextSink | None = None,
     ) -> Completion:
-        import openai
-
         kwargs: dict[str, Any] = {"model": self.spec.model, "messages": messages}
         if tools:
             kwargs["tools"] = tools
         if max_tokens:
             kwargs[self.spec.max_tokens_param] = max_tokens
-        try:
-            response = await self._get_client().chat.completions.create(**kwargs)
-        except openai.APITimeoutError as exc:
-            raise LLMError("timeout", str(exc)) from exc
-        except openai.APIConnectionError as exc:
-            raise LLMError("unreachable", str(exc)) from exc
-        except openai.RateLimitError as exc:
-            raise LLMError("rate_limited", str(exc)) from exc
-        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-            raise LLMError("auth", str(exc)) from exc
-        except openai.APIStatusError as exc:
-            kind: LLMErrorKind = "server" if exc.status_code >= 500 else "bad_request"
-            raise LLMError(kind, f"HTTP {exc.status_code}") from exc
-        except openai.APIError as exc:  # e.g. a body that is not a completion
-            raise LLMError("invalid_response", str(exc)) from exc
-        except json.JSONDecodeError as exc:  # a 200 whose JSON-typed body is not JSON
-            raise LLMError("invalid_response", "the response body is not JSON") from exc
+        if on_text is not None and self.spec.stream and not self._stream_refused:
+            try:
+                return await _guarded(self._streamed(kwargs, on_text))
+            except _StreamRefused:
+                # Said once per endpoint and process: the server does not stream.
+                log.warning(
+                    "provider %s refused a streamed request; asking without streaming",
+                    self.spec.name,
+                )
+                self._stream_refused = True
+        completion = await _guarded(self._whole(kwargs))
+        if on_text is not None and completion.text:
+            await on_text(completion.text)
+        return completion
+
+    async def _whole(self, kwargs: dict[str, Any]) -> Completion:
+        response = await self._get_client().chat.completions.create(**kwargs)
         # The client does not validate bodies: a non-JSON page (a proxy's or a web UI's HTML
         # at a wrong base URL) comes back as a str, and fields may be missing or null.
         choices = getattr(response, "choices", None)
@@ -133,23 +144,103 @@ class OpenAICompatibleModel:
         message = getattr(choice, "message", None)
         if message is None:
             raise LLMError("invalid_response", "no message in the response")
-        calls = normalize_tool_calls(getattr(message, "tool_calls", None))
         content = getattr(message, "content", None)
-        content = content if isinstance(content, str) else ""
-        assistant = assistant_message(content, calls)
-        raw_usage = getattr(response, "usage", None)
-        if raw_usage is not None and hasattr(raw_usage, "model_dump"):
-            raw_usage = raw_usage.model_dump()
-        usage = parse_usage(raw_usage if isinstance(raw_usage, dict) else None)
-        return Completion(
-            text=content,
-            tool_calls=calls,
-            usage=usage,
-            finish_reason=getattr(choice, "finish_reason", None),
-            assistant_message=assistant,
+        return _completion(
+            content if isinstance(content, str) else "",
+            normalize_tool_calls(getattr(message, "tool_calls", None)),
+            getattr(response, "usage", None),
+            getattr(choice, "finish_reason", None),
         )
+
+    async def _streamed(self, kwargs: dict[str, Any], on_text: TextSink) -> Completion:
+        import openai
+
+        try:
+            stream = await self._get_client().chat.completions.create(
+                **kwargs, stream=True, stream_options={"include_usage": True}
+            )
+        except openai.APIStatusError as exc:
+            if exc.status_code in STREAM_REFUSED_STATUS and "stream" in str(exc).lower():
+                raise _StreamRefused from exc
+            raise
+        text: list[str] = []
+        calls = ToolCallDeltas()
+        usage: Any = None
+        finish: str | None = None
+        got_chunk = False
+        async with stream:
+            async for chunk in stream:
+                got_chunk = True
+                if getattr(chunk, "usage", None) is not None:
+                    usage = chunk.usage  # the last chunk, with no choices
+                for choice in getattr(chunk, "choices", None) or []:
+                    if getattr(choice, "index", 0) != 0:
+                        continue
+                    finish = getattr(choice, "finish_reason", None) or finish
+                    delta = getattr(choice, "delta", None)
+                    if delta is None:
+                        continue
+                    piece = getattr(delta, "content", None)
+                    if isinstance(piece, str) and piece:
+                        text.append(piece)
+                        await on_text(piece)
+                    calls.add(getattr(delta, "tool_calls", None))
+        if not got_chunk:
+            raise LLMError("invalid_response", "the stream held no completion")
+        return _completion("".join(text), normalize_tool_calls(calls.assembled()), usage, finish)
 
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.close()
             self._client = None
+
+
+# What servers without streaming answer to `stream: true` (with "stream" in the message).
+STREAM_REFUSED_STATUS = frozenset({400, 404, 415, 422, 501})
+
+
+class _StreamRefused(Exception):
+    pass
+
+
+async def _guarded(call: Awaitable[Completion]) -> Completion:
+    """The call, with the client's failures (also those raised while a stream is read)
+    turned into `LLMError`s whose kind chooses what the user is told."""
+    import httpx
+    import openai
+
+    try:
+        return await call
+    except openai.APITimeoutError as exc:
+        raise LLMError("timeout", str(exc)) from exc
+    except openai.APIConnectionError as exc:
+        raise LLMError("unreachable", str(exc)) from exc
+    except openai.RateLimitError as exc:
+        raise LLMError("rate_limited", str(exc)) from exc
+    except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+        raise LLMError("auth", str(exc)) from exc
+    except openai.APIStatusError as exc:
+        kind: LLMErrorKind = "server" if exc.status_code >= 500 else "bad_request"
+        raise LLMError(kind, f"HTTP {exc.status_code}") from exc
+    except openai.APIError as exc:  # e.g. a body that is not a completion, an error event
+        raise LLMError("invalid_response", str(exc)) from exc
+    except json.JSONDecodeError as exc:  # a 200 whose JSON-typed body (or event) is not JSON
+        raise LLMError("invalid_response", "the response body is not JSON") from exc
+    except httpx.TimeoutException as exc:  # the stream stalled past the read timeout
+        raise LLMError("timeout", type(exc).__name__) from exc
+    except httpx.HTTPError as exc:  # the connection broke while the stream was read
+        raise LLMError("unreachable", type(exc).__name__) from exc
+
+
+def _completion(
+    content: str, calls: tuple[ProposedCall, ...], raw_usage: Any, finish: Any
+) -> Completion:
+    if raw_usage is not None and hasattr(raw_usage, "model_dump"):
+        raw_usage = raw_usage.model_dump()
+    return Completion(
+        text=content,
+        tool_calls=calls,
+        usage=parse_usage(raw_usage if isinstance(raw_usage, dict) else None),
+        finish_reason=finish if isinstance(finish, str) else None,
+        assistant_message=assistant_message(content, calls),
+    )

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from core.llm.calibration import SAVE_EVERY, CalibrationStore
-from core.llm.client import ChatModel, Completion
+from core.llm.client import ChatModel, Completion, TextSink
 from core.llm.providers import ProviderSpec
 from core.llm.usage import UsageRecorder, settled
 from core.memory.tokens import TokenCounter
@@ -74,6 +74,7 @@ class MeteredModel:
         *,
         expires_at: datetime | None,
         max_output: int | None = None,
+        on_text: TextSink | None = None,
     ) -> Metered:
         """One model call, paid for. Raises `BudgetExhausted` when the quotas cannot cover
         the prompt, and the model's `LLMError`s (the reservation released)."""
@@ -89,7 +90,10 @@ class MeteredModel:
         started = time.monotonic()
         try:
             completion = await self.model.complete(
-                prompt, tools=tools, max_tokens=min(out, reservation.amount - estimate)
+                prompt,
+                tools=tools,
+                max_tokens=min(out, reservation.amount - estimate),
+                on_text=on_text,
             )
         except BaseException:
             await self._quotas.release(reservation)

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from core.llm.client import Completion, LLMError
+from core.llm.client import Completion, LLMError, TextSink
 from core.llm.kinds import LLMErrorKind
 from core.llm.providers import ProviderSpec
 from core.llm.toolcalls import assistant_message
@@ -105,6 +106,7 @@ class ScriptedModel:
         *,
         tools: list[Schema] | None = None,
         max_tokens: int | None = None,
+        on_text: TextSink | None = None,
     ) -> Completion:
         request = ModelRequest(json.loads(json.dumps(messages)), tools, max_tokens)
         self.requests.append(request)
@@ -119,6 +121,10 @@ class ScriptedModel:
                 raise item
             made = item
         done = Completion(text=made) if isinstance(made, str) else made
+        if on_text is not None:
+            # Word by word, spaces kept, as a streaming provider would write it.
+            for piece in re.findall(r"\s*\S+\s*|\s+", done.text):
+                await on_text(piece)
         if done.usage is not None:
             return done
         answer = done.text + "".join(c.name + c.arguments for c in done.tool_calls)

@@ -93,3 +93,64 @@ def assistant_message(content: str, calls: Iterable[ProposedCall]) -> dict[str, 
     if tool_calls:
         message["tool_calls"] = tool_calls
     return message
+
+
+class ToolCallDeltas:
+    """Tool calls as a streamed response sends them: pieces of each call spread over many
+    chunks, keyed by `index`. Assembled into the same raw shape a whole response has, so
+    `normalize_tool_calls` makes them safe exactly as it does the others.
+
+    Providers differ: some repeat the whole name in every piece, some send the arguments as
+    one object, some leave `index` out or reuse it for the next call (with a new id).
+    """
+
+    def __init__(self) -> None:
+        self._calls: dict[object, dict[str, Any]] = {}
+        self._last: object | None = None
+
+    def add(self, deltas: Iterable[Any] | None) -> None:
+        if deltas is None or isinstance(deltas, str | bytes | dict):
+            return
+        for delta in deltas:
+            self._add(delta)
+
+    def _add(self, delta: Any) -> None:
+        index = _field(delta, "index")
+        call_id = _field(delta, "id")
+        key: object = index if isinstance(index, int) else self._last
+        current = self._calls.get(key) if key is not None else None
+        if current is None or (
+            isinstance(call_id, str) and call_id and current["id"] and call_id != current["id"]
+        ):
+            # A new call: a new index, or a new id where the provider reused the index.
+            key = (index, len(self._calls)) if current is not None else key
+            if key is None:
+                key = ("call", len(self._calls))
+            current = self._calls[key] = {"id": "", "name": "", "arguments": "", "object": None}
+        self._last = key
+        if isinstance(call_id, str) and call_id and not current["id"]:
+            current["id"] = call_id
+        function = _field(delta, "function")
+        if function is None:
+            return
+        name = _field(function, "name")
+        if isinstance(name, str) and name and name != current["name"]:
+            current["name"] += name
+        arguments = _field(function, "arguments")
+        if isinstance(arguments, str):
+            current["arguments"] += arguments
+        elif arguments is not None:
+            current["object"] = arguments  # the whole arguments at once, as an object
+
+    def assembled(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": c["id"] or None,
+                "type": "function",
+                "function": {
+                    "name": c["name"],
+                    "arguments": c["object"] if c["object"] is not None else c["arguments"],
+                },
+            }
+            for c in self._calls.values()
+        ]

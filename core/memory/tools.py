@@ -39,7 +39,7 @@ class SearchMemoryArgs(ToolArgs):
 
 
 def memory_tools(store: MemoryStore) -> list[Tool]:
-    @tool(permission="memory.write")
+    @tool(permission="memory.write", activity="Saving a fact to memory")
     async def save_memory(ctx: ToolContext, args: SaveMemoryArgs) -> str:
         """Save a fact to long-term memory so it is known in later conversations.
 
@@ -59,7 +59,7 @@ def memory_tools(store: MemoryStore) -> list[Tool]:
             return f"Saved as #{item.id} ({item.scope} scope)."
         return f"Already known as #{item.id} ({item.scope} scope); nothing new was stored."
 
-    @tool(permission="memory.read")
+    @tool(permission="memory.read", activity="Searching memory for `{query}`")
     async def search_memory(ctx: ToolContext, args: SearchMemoryArgs) -> str:
         """Search the team's long-term memory (facts saved with /save or save_memory) that is
         visible in this conversation. Use it when a question may depend on a team convention,

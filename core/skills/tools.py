@@ -56,7 +56,12 @@ def skill_tools(skills: Skills) -> list[Tool]:
         await skills.ready()
         return bool(skills.visible(session))
 
-    @tool(permission="skills.use", available=any_skill, max_result_chars=MAX_SKILL_RESULT_CHARS)
+    @tool(
+        permission="skills.use",
+        available=any_skill,
+        max_result_chars=MAX_SKILL_RESULT_CHARS,
+        activity="Loading the skill `{name}`",
+    )
     async def load_skill(ctx: ToolContext, args: LoadSkillArgs) -> str:
         """Load a team skill (a playbook) by name and get its instructions. Call it when the
         request matches a skill in the skills list (or one find_skills found), then follow
@@ -69,7 +74,12 @@ def skill_tools(skills: Skills) -> list[Tool]:
         await skills.record(ctx.session.conversation, skill.name)
         return load_text(skill)
 
-    @tool(permission="skills.use", available=any_skill, max_result_chars=MAX_FILE_BYTES + 100)
+    @tool(
+        permission="skills.use",
+        available=any_skill,
+        max_result_chars=MAX_FILE_BYTES + 100,
+        activity="Reading `{path}` of the skill `{name}`",
+    )
     async def read_skill_file(ctx: ToolContext, args: ReadSkillFileArgs) -> str:
         """Read one file of a loaded skill (a reference, template or example it points to)."""
         await skills.ready()
@@ -81,7 +91,7 @@ def skill_tools(skills: Skills) -> list[Tool]:
         except SkillFileError as exc:
             raise ToolError(str(exc)) from None
 
-    @tool(permission="skills.use", available=any_skill)
+    @tool(permission="skills.use", available=any_skill, activity="Looking for a skill")
     async def find_skills(ctx: ToolContext, args: FindSkillsArgs) -> str:
         """Search the team's skills (playbooks) by what the user needs, when the skills list
         says more exist than it shows. Returns names and descriptions; load one with

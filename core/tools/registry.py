@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import string
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar, get_type_hints
@@ -60,6 +61,9 @@ class Tool:
     # a blocked tool is not offered, and a call to it is refused before anything runs.
     blocked: Callable[[], str | None] | None = None
     confirm: bool = False  # side effects: runs only once the requesting user confirms
+    # What people see while it runs: a template over its validated arguments,
+    # "Searching code for `{pattern}`" (values made safe by `core.agent.activity`).
+    activity: str | None = None
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -72,6 +76,11 @@ class Tool:
             self.parameters is not None and self.args is not JsonArgs
         ):
             raise ValueError(f"tool {self.name!r}: parameters need check_args and JsonArgs")
+        if self.activity is not None:
+            fields = {f for _, f, _, _ in string.Formatter().parse(self.activity) if f}
+            if not fields <= set(self.args.model_fields):
+                unknown = ", ".join(sorted(fields - set(self.args.model_fields)))
+                raise ValueError(f"tool {self.name!r}: activity names unknown arguments {unknown}")
 
     @property
     def shown_name(self) -> str:
@@ -112,6 +121,7 @@ def tool(
     label: str | None = None,
     blocked: Callable[[], str | None] | None = None,
     confirm: bool = False,
+    activity: str | None = None,
 ) -> Callable[[ToolHandler[A]], Tool]:
     """Declare a tool from a function `(ctx: ToolContext, args: SomeArgs) -> str` (or an
     async one). Every option of `Tool` can be given here; the name defaults to the function's
@@ -144,6 +154,7 @@ def tool(
             label=label,
             blocked=blocked,
             confirm=confirm,
+            activity=activity,
         )
 
     return wrap

@@ -36,7 +36,7 @@ async def _voice_asked(session: ToolSession) -> bool:
     return session.effects.voice_asked
 
 
-@tool(permission="tts", available=_voice_asked)
+@tool(permission="tts", available=_voice_asked, activity="Recording the answer aloud")
 def speak(ctx: ToolContext, args: SpeakArgs) -> str:
     """Attach an audio recording of your final answer to the reply. Call it only when the user
     plainly asks to hear the answer (e.g. "read it aloud", "send me a voice version")."""
