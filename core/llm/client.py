@@ -187,6 +187,10 @@ class OpenAICompatibleModel:
                     calls.add(getattr(delta, "tool_calls", None))
         if not got_chunk:
             raise LLMError("invalid_response", "the stream held no completion")
+        if finish is None:
+            # Every provider ends an answer with a reason; a stream that stops without one
+            # was cut (a connection closed midway reads like a normal end).
+            raise LLMError("unreachable", "the stream ended before the answer did")
         return _completion("".join(text), normalize_tool_calls(calls.assembled()), usage, finish)
 
     async def aclose(self) -> None:

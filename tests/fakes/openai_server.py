@@ -20,6 +20,13 @@ softer along the way (so a waveform of it is not flat). A voice outside `SPEECH_
 refused with 400 and `param: "voice"`, as OpenAI does. Requests are recorded in
 `fake.speech_requests`; `fake.speech_error(...)` queues failures.
 
+A request with `stream: true` is answered as server-sent events, as OpenAI does: the text in
+pieces of about four characters (`fake.stream_rate` pieces per second after
+`fake.first_token_delay` seconds; no pauses by default), tool calls in pieces, the finish
+reason, then (with `stream_options.include_usage`) a usage chunk and `[DONE]`.
+`fake.refuse_stream = True` answers such requests 400 like a server that cannot stream;
+`fake.break_stream_after = N` drops the connection after N chunks.
+
 A test that cannot know the order of requests in advance (compaction inserts summarization
 calls) may set `fake.responder`: a function of the request body that returns the response
 (built with `answer`, `tool_use` or `failure`), or None to fall back to the script.
@@ -37,7 +44,7 @@ import time
 import uuid
 import wave
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -54,6 +61,7 @@ class Scripted:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     content_type: str = "application/json"
+    raw: bool = False  # sent as is, streamed request or not
 
 
 def answer(
@@ -157,6 +165,11 @@ class FakeOpenAI:
         self.speech_rate = 24_000
         self.speech_seconds_per_char = 0.01
         self._speech_errors: deque[Scripted] = deque()
+        self.stream_rate: float | None = None  # text pieces per second (None: at once)
+        self.first_token_delay = 0.0
+        self.refuse_stream = False
+        self.break_stream_after: int | None = None
+        self.stream_requests = 0  # streamed requests answered
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> FakeOpenAI:
@@ -192,10 +205,46 @@ class FakeOpenAI:
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     self._send(404, {"error": {"message": "not found"}}, {})
                     return
+                if body.get("stream") and fake.refuse_stream:
+                    with fake._cond:
+                        fake.requests.append(body)
+                        fake._cond.notify_all()
+                    error = {"message": "stream is not supported by this server", "code": None}
+                    self._send(400, {"error": error}, {})
+                    return
                 item = fake._next(body)
                 if item.delay:
                     time.sleep(item.delay)
+                if (
+                    body.get("stream")
+                    and item.status == 200
+                    and not item.raw
+                    and isinstance(item.body, dict)
+                ):
+                    self._stream(body, item.body)
+                    return
                 self._send(item.status, item.body, item.headers, item.content_type)
+
+            def _stream(self, request: dict[str, Any], completion: dict[str, Any]) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                try:
+                    self.end_headers()
+                    for n, chunk in enumerate(fake._chunks(request, completion)):
+                        if fake.break_stream_after is not None and n >= fake.break_stream_after:
+                            self.connection.shutdown(2)  # the connection breaks mid-answer
+                            return
+                        if chunk is None:  # a pause between pieces of text
+                            continue
+                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                        self.wfile.flush()
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError, OSError):
+                    pass
+                with fake._cond:
+                    fake.stream_requests += 1
 
             def _send(
                 self,
@@ -374,8 +423,47 @@ class FakeOpenAI:
                 body=item.body["raw"],
                 delay=item.delay,
                 content_type=item.content_type,
+                raw=True,
             )
         return Scripted(body=self._completion(request, item.body), delay=item.delay)
+
+    def _chunks(
+        self, request: dict[str, Any], completion: dict[str, Any]
+    ) -> Iterator[dict[str, Any] | None]:
+        """The completion as stream chunks (None where the server pauses)."""
+        base = {k: completion[k] for k in ("id", "created", "model")}
+        base["object"] = "chat.completion.chunk"
+        choice = completion["choices"][0]
+        message = choice["message"]
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+        yield chunk({"role": "assistant", "content": ""})
+        text = message.get("content") or ""
+        pieces = [text[i : i + 4] for i in range(0, len(text), 4)]
+        for i, piece in enumerate(pieces):
+            wait = self.first_token_delay if i == 0 else 0.0
+            if self.stream_rate and i > 0:
+                wait = 1.0 / self.stream_rate
+            if wait:
+                time.sleep(wait)
+                yield None
+            yield chunk({"content": piece})
+        for index, call in enumerate(message.get("tool_calls") or []):
+            function = call["function"]
+            first = {"index": index, "id": call["id"], "type": "function"}
+            yield chunk(
+                {"tool_calls": [{**first, "function": {"name": function["name"], "arguments": ""}}]}
+            )
+            arguments = function["arguments"]
+            half = len(arguments) // 2
+            for part in (arguments[:half], arguments[half:]):
+                yield chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
+        yield chunk({}, choice["finish_reason"])
+        options = request.get("stream_options") or {}
+        if options.get("include_usage") and "usage" in completion:
+            yield {**base, "choices": [], "usage": completion["usage"]}
 
     @staticmethod
     def _completion(request: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
