@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from adapters.console.stream import AnswerView
 from adapters.console.translate import PLATFORM, ConsoleIdentity, save_attachments, to_request
 from core.mcp.confirm import FULL_ARGUMENTS
 from core.service import Core
@@ -32,7 +33,6 @@ async def chat(
     confirmations: ConfirmationGate | None = None,
 ) -> int:
     from rich.console import Console
-    from rich.markdown import Markdown
 
     console = Console()
     console.print(BANNER.format(user=who.user, channel=who.channel, thread=who.thread), style="dim")
@@ -50,9 +50,7 @@ async def chat(
             return 0
         if line.strip() in ("/quit", "/exit"):
             return 0
-        with console.status("thinking…", spinner="dots"):
-            reply = await core.handle(to_request(line, who))
-        console.print(Markdown(reply.text), style=None if reply.ok else "red")
+        reply = await AnswerView(console).show(core.stream(to_request(line, who)))
         for path in save_attachments(reply, attachments_dir):
             console.print(f"[attachment saved: {path}]", style="dim")
         for notice in reply.notices:
