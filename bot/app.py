@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
 from config.settings import ResolvedProvider, Settings
@@ -15,6 +15,9 @@ from core.metrics import Metrics
 from core.service import Core
 from core.store.engine import Database
 from core.tools.registry import Tool
+
+# A note about an answer cut off by a dying process is due this long after its deadline.
+CUT_NOTE_MARGIN = timedelta(minutes=2)
 
 if TYPE_CHECKING:
     from adapters.slack.app import SlackAdapter
@@ -93,6 +96,7 @@ def build_app(
     from core.llm.usage import UsageRecorder
     from core.memory.history import HistoryStore
     from core.outbox import Outbox, owner_id
+    from core.outbox.cut import CutNotes
     from core.policy import Policy
     from core.prompt import PromptBuilder
     from core.quotas import QuotaLedger
@@ -229,6 +233,10 @@ def build_app(
         clock=clock,
         offline_answer=offline_answer(code.repos, code.search),
         voice=voice,
+        # Due well after any request's deadline: only a process that died leaves it armed.
+        cut_notes=CutNotes(
+            outbox, clock, after=timedelta(seconds=settings.request_deadline) + CUT_NOTE_MARGIN
+        ),
     )
     return App(
         settings=settings,
@@ -379,6 +387,8 @@ def build_slack(app: App, mode: Literal["http", "socket"], **tuning: float) -> S
         ),
         app_token=s.slack_app_token.get_secret_value() if s.slack_app_token else None,
         api_url=s.slack_api_url,
+        stream=s.slack_stream,
+        assistant_status=s.slack_assistant_status,
         **tuning,
     )
     return SlackAdapter(app.core, config, mode, app.confirmations)

@@ -14,6 +14,10 @@ INTERNAL_ERROR = "Sorry, something went wrong on my side while answering. It has
 ANSWER_CUT = (
     "Threadline was restarting and had to stop before finishing this answer. Please ask again."
 )
+ANSWER_CUT_UNFINISHED = (
+    "The answer above stops where it stops: Threadline stopped before finishing it. "
+    "Please ask again."
+)
 VOICE_NOT_SET_UP = "Voice replies are not set up here, so the answer is text only."
 EMPTY_MESSAGE_HINT = "You sent an empty message. Here is what I can do:"
 NO_MODEL = (

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from core.events import EventLedger
     from core.llm.usage import UsageRecorder
     from core.metrics import Metrics
+    from core.outbox.cut import CutNotes
     from core.quotas import QuotaLedger
     from core.tts.service import VoiceService
 
@@ -105,6 +106,7 @@ class Core:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         offline_answer: Callable[[ToolSession, str], Awaitable[Reply | None]] | None = None,
         voice: VoiceService | None = None,
+        cut_notes: CutNotes | None = None,
     ) -> None:
         """`agent` answers with the default model (None: none configured); `agents` with the
         models policy rules choose, by provider name. `offline_answer` answers free text when
@@ -129,6 +131,8 @@ class Core:
             metrics.watch_queued(self._slots.queued)
         self._offline_answer = offline_answer
         self.voice = voice
+        # Adapters arm one while an answer is visible but unfinished (`core.outbox.cut`).
+        self.cut_notes = cut_notes
 
     @property
     def model_configured(self) -> bool:

@@ -93,12 +93,13 @@ class Outbox:
 
     # -- producing -----------------------------------------------------------------------------
 
-    async def enqueue(self, message: OutboxMessage) -> bool:
-        """Store the message for delivery; False when its key was already there. Raises
-        `ValueError` for a platform that is not registered."""
+    async def enqueue(self, message: OutboxMessage, *, not_before: datetime | None = None) -> bool:
+        """Store the message for delivery (not before `not_before`, if given); False when its
+        key was already there. Raises `ValueError` for a platform that is not registered."""
         if self.platforms is not None and not self.platforms.known(message.platform):
             raise ValueError(f"unknown outbox platform {message.platform!r}")
         now = self.now()
+        due = max(now, _aware(not_before)) if not_before is not None else now
         t = self._table()
         stmt = self._db.insert_ignore(
             t,
@@ -114,7 +115,7 @@ class Outbox:
                 "attachments": _dump_attachments(message.attachments),
                 "state": PENDING,
                 "attempts": 0,
-                "next_attempt_at": now,
+                "next_attempt_at": due,
             },
             ["key"],
         ).returning(t.c.id)
@@ -123,8 +124,21 @@ class Outbox:
         if stored is None:
             log.debug("outbox key %s already enqueued", message.key)
             return False
-        self.nudge(message.platform)
+        if due == now:
+            self.nudge(message.platform)
         return True
+
+    async def cancel(self, key: str) -> bool:
+        """Withdraw a message that is still waiting (no drainer holds it); False when there is
+        none under `key`, or one is being delivered right now."""
+        from sqlalchemy import delete, or_
+
+        now = self.now()
+        t = self._table()
+        free = or_(t.c.lease_until.is_(None), t.c.lease_until <= now)
+        stmt = delete(t).where(t.c.key == key, t.c.state == PENDING, free).returning(t.c.id)
+        async with self._db.session() as s:
+            return (await s.exec(stmt)).first() is not None
 
     # -- draining ------------------------------------------------------------------------------
 
