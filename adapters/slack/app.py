@@ -10,8 +10,11 @@ One request, in order:
 3. the event id is claimed in the database (Slack retries, duplicate deliveries, a second web
    process), then the message itself (channel + ts: one mention arrives as both `app_mention`
    and `message`);
-4. :eyes: right away, a progress line for long work, `core.handle`, then the reply posted in
-   the thread exactly once (`adapters.slack.delivery`).
+4. :eyes: right away, then the answer written into the thread as core produces it
+   (`core.stream`, `adapters.slack.stream`: Slack's streaming methods, or a message edited
+   where a workspace refuses them), recorded so it is posted exactly once; a reply with
+   nothing streamed (commands, refusals, personal results) is posted as a whole
+   (`adapters.slack.delivery`), as are slash commands' answers.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from adapters.background import BackgroundWork, last_word
@@ -31,6 +34,7 @@ from adapters.slack.logs import BOLT_LOGGER, quiet_logger
 from adapters.slack.mrkdwn import to_mrkdwn
 from adapters.slack.outbox import OutboxDelivery
 from adapters.slack.progress import ProgressLine
+from adapters.slack.stream import AnswerStream, Pacing, StreamTarget, Workspaces
 from adapters.slack.translate import (
     PLATFORM,
     asks_to_read_aloud,
@@ -79,6 +83,10 @@ class SlackConfig:
     progress_interval: float = 1.0  # at most one edit of it per interval
     max_retry_wait: float = 60.0  # longest Retry-After honoured on a 429
     delivery_backoff: float = 1.0  # first pause before re-delivering after a transient failure
+    stream: bool = True  # Slack's streaming methods (SLACK_STREAM); off: a message edited
+    assistant_status: bool = True  # "is thinking…" until the first words (SLACK_ASSISTANT_STATUS)
+    stream_interval: float = 0.25  # at most one stream call per interval after the first words
+    edit_interval: float = 1.0  # at most one edit of a fallback message per interval
 
     def check(self, mode: Mode) -> None:
         """Fail fast with a message naming the variable (bolt would accept the request and
@@ -127,6 +135,8 @@ class SlackAdapter:
         self._delivery: Delivery | None = None
         self._outbox: OutboxDelivery | None = None
         self._work = BackgroundWork("Slack")
+        # What each workspace refused (streaming, edits, the assistant status), learnt once.
+        self.workspaces = Workspaces()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -338,24 +348,60 @@ class SlackAdapter:
             await events.mark_thread(PLATFORM, tenant, channel, thread)
         assert self.identity is not None
         request = to_request(body, bot_user_id=self.identity.user_id)
-        progress = self._progress_line(channel, thread)
-        try:
-            reply = await self.core.handle(request, progress.update)
-        except asyncio.CancelledError:
-            await last_word(lambda: self._say(channel, thread, messages.ANSWER_CUT))
-            raise
-        finally:
-            await progress.finish()
         target = Target(
             tenant=tenant,
             channel=channel,
             user=request.user,
             delivery_key=f"{tenant}:{channel}:{event['ts']}",
             thread_ts=thread,
-            ephemeral=reply.ephemeral and not filters.is_direct(event),
         )
-        await self._deliver(target, reply)
+        if (await events.posted(PLATFORM, target.delivery_key)).get(0):
+            return  # answered (or being answered) already: never a second stream
+        progress = self._progress_line(channel, thread)  # only where nothing else shows status
+        try:
+            answer = self._stream_answer(body, target, progress)
+            written = await answer.write(self.core.stream(request))
+        finally:
+            await progress.finish()
+        reply = written.final.reply
+        if not written.shown:  # nothing streamed: posted whole, as before
+            ephemeral = reply.ephemeral and not filters.is_direct(event)
+            await self._deliver(replace(target, ephemeral=ephemeral), reply)
+        else:
+            if written.rest:  # what the messages could not show (edits refused): once
+                rest_target = replace(target, delivery_key=f"{target.delivery_key}:rest")
+                await self._deliver(rest_target, replace(reply, text=written.rest))
+            await self._deliver_attachments(target, reply)
         await self._react("reactions_remove", channel, event["ts"])
+
+    def _stream_answer(
+        self, body: EventCallback, target: Target, progress: ProgressLine
+    ) -> AnswerStream:
+        assert self._client is not None and target.thread_ts is not None
+        events, key = self.core.events, target.delivery_key
+
+        async def record(part: int, ts: str) -> None:
+            await events.record_post(PLATFORM, key, part, ts)
+
+        return AnswerStream(
+            self._client,
+            StreamTarget(
+                tenant=target.tenant,
+                channel=target.channel,
+                thread_ts=target.thread_ts,
+                team_id=body["event"].get("team") or body["team_id"],
+                user_id=target.user,
+                delivery_key=key,
+            ),
+            self.workspaces,
+            record=record,
+            native=self.config.stream,
+            assistant_status=self.config.assistant_status,
+            pacing=Pacing(
+                interval=self.config.stream_interval, edit_interval=self.config.edit_interval
+            ),
+            status_line=progress.update,
+        )
 
     async def _read_aloud(self, body: ReactionCallback) -> None:
         """A speaker reaction on one of Threadline's messages: that message, read aloud, in
@@ -429,6 +475,13 @@ class SlackAdapter:
         assert self._delivery is not None
         try:
             await self._delivery.deliver(target, reply)
+        except DeliveryFailed:
+            pass  # logged with its Slack error code by the delivery
+
+    async def _deliver_attachments(self, target: Target, reply: Reply) -> None:
+        assert self._delivery is not None
+        try:
+            await self._delivery.deliver_attachments(target, reply)
         except DeliveryFailed:
             pass  # logged with its Slack error code by the delivery
 

@@ -123,6 +123,17 @@ class Delivery:
             if reply.attachments:
                 log.warning("attachments of a personal (ephemeral) reply were not uploaded")
             return
+        await self._upload_missing(target, thread_ts, reply, done)
+
+    async def deliver_attachments(self, target: Target, reply: Reply) -> None:
+        """Upload only the reply's attachments into the thread (its text was streamed)."""
+        if reply.attachments:
+            done = await self._events.posted(PLATFORM, target.delivery_key)
+            await self._upload_missing(target, target.thread_ts, reply, done)
+
+    async def _upload_missing(
+        self, target: Target, thread_ts: str | None, reply: Reply, done: dict[int, str]
+    ) -> None:
         for j, attachment in enumerate(reply.attachments):
             if ATTACHMENT_PART + j in done:
                 continue

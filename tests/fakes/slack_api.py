@@ -7,12 +7,21 @@ slack_sdk client, answering like Slack and recording every call.
     fake.fail_next("chat.postMessage", error="msg_too_long")
     fake.fail_next("chat.postMessage", status=429, headers={"Retry-After": "1"})
     fake.drop_next("chat.postMessage")           # posts, then loses the response
+    fake.refuse_streaming(team="T2")             # chat.startStream: feature_not_enabled there
+    fake.expire_streams_after(2)                 # a stream stops taking calls after 2 appends
+    fake.refuse_updates()                        # chat.update: cant_update_message
+    fake.limit_rate("chat.update", per_second=1) # 429 beyond that, per channel; see `throttled`
 
 It keeps the messages it was asked to post (per channel, with thread_ts and metadata) so
 `conversations.replies` / `conversations.history` answer from them (paged like Slack, top-level
 messages only in the history, metadata only with `include_all_metadata`), rejects texts over 4,000
 characters with `msg_too_long` as Slack does, serves the files upload v2 flow, and a Socket
-Mode websocket (`apps.connections.open` + `send_envelope`). The server runs in its own thread
+Mode websocket (`apps.connections.open` + `send_envelope`).
+
+Streamed messages (`chat.startStream` / `appendStream` / `stopStream`) are stored like posted
+ones: their `text` grows with each `markdown_text` chunk, `chunks` records every chunk as sent,
+`tasks` each task's statuses in order, `streaming` whether the stream is still open.
+`assistant.threads.setStatus` is recorded (and refused when told). The server runs in its own thread
 and event loop, so sync tests and apps on other loops can use it alike.
 """
 
@@ -69,6 +78,13 @@ class FakeSlack:
         self._uploads: dict[str, bytes] = {}
         self._acks: dict[str, dict[str, Any]] = {}
         self._ts = itertools.count(1)
+        self._no_stream: dict[str | None, str] = {}  # team (None: every team) -> error
+        self._expire_after: int | None = None
+        self._no_updates: str | None = None
+        self._no_status: str | None = None
+        self._rates: dict[str, float] = {}  # method -> calls per second allowed per channel
+        self._recent: dict[tuple[str, str], list[float]] = {}
+        self.throttled = 0  # 429s answered (scripted ones and rate limits)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
@@ -153,6 +169,31 @@ class FakeSlack:
         with self._cond:
             self._failures.setdefault(method, []).append(_Failure(drop=True))
 
+    def refuse_streaming(self, team: str | None = None, error: str = "feature_not_enabled") -> None:
+        """`chat.startStream` fails with `error` for streams to `team` (None: every team)."""
+        with self._cond:
+            self._no_stream[team] = error
+
+    def expire_streams_after(self, appends: int | None) -> None:
+        """A stream takes `appends` appends, then answers `message_not_in_streaming_state`
+        (Slack expires streams left open; None: never)."""
+        with self._cond:
+            self._expire_after = appends
+
+    def refuse_updates(self, error: str | None = "cant_update_message") -> None:
+        with self._cond:
+            self._no_updates = error
+
+    def refuse_status(self, error: str | None = "not_allowed") -> None:
+        with self._cond:
+            self._no_status = error
+
+    def limit_rate(self, method: str, per_second: float) -> None:
+        """More than `per_second` calls of `method` in a channel within a second get a 429
+        with Retry-After: 1 (counted in `throttled`)."""
+        with self._cond:
+            self._rates[method] = per_second
+
     # -- inspection --------------------------------------------------------------------------
     def calls(self, method: str | None = None) -> list[Call]:
         with self._cond:
@@ -174,6 +215,10 @@ class FakeSlack:
         """Messages currently in the fake's store (deleted ones are gone)."""
         with self._cond:
             return [m for ch, msgs in self._messages.items() if channel in (None, ch) for m in msgs]
+
+    def shown(self, channel: str | None = None) -> list[str]:
+        """What people see of each stored message: its markdown block, else its text."""
+        return [shown_text(m) for m in self.posted(channel)]
 
     def upload(self, file_id: str) -> bytes:
         with self._cond:
@@ -235,8 +280,11 @@ class FakeSlack:
         auth = request.headers.get("Authorization", "")
         token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else args.get("token")
         with self._cond:
-            self._calls.append(Call(method, args, time.monotonic(), token))
-            failure = self._take_failure(method)
+            now = time.monotonic()
+            self._calls.append(Call(method, args, now, token))
+            failure = self._take_failure(method) or self._over_rate(method, args, now)
+            if failure is not None and failure.status == 429:
+                self.throttled += 1
             self._cond.notify_all()
         if failure is not None and not failure.drop:
             body = {"ok": False, "error": failure.error or "internal_error"}
@@ -262,6 +310,18 @@ class FakeSlack:
             queue[0].skip -= 1
             return None
         return queue.pop(0)
+
+    def _over_rate(self, method: str, args: dict[str, Any], now: float) -> _Failure | None:
+        rate = self._rates.get(method)
+        if rate is None:
+            return None
+        key = (method, str(args.get("channel") or args.get("channel_id") or ""))
+        recent = [t for t in self._recent.get(key, []) if now - t < 1.0]
+        if len(recent) >= rate:
+            self._recent[key] = recent
+            return _Failure(429, "ratelimited", {"Retry-After": "1"})
+        self._recent[key] = [*recent, now]
+        return None
 
     def _new_ts(self) -> str:
         return f"{int(self.clock())}.{next(self._ts):06d}"
@@ -307,8 +367,11 @@ class FakeSlack:
 
     def _m_chat_update(self, args: dict[str, Any]) -> dict[str, Any]:
         with self._cond:
+            if self._no_updates:
+                return {"ok": False, "error": self._no_updates}
             for m in self._messages.get(args.get("channel", ""), []):
                 if m["ts"] == args.get("ts"):
+                    m["streaming"] = False  # an edit ends a stream (as the helper's docs use it)
                     m["text"] = args.get("text", "")
                     if "blocks" in args:  # as Slack: blocks left out are kept
                         m["blocks"] = _blocks(args["blocks"])
@@ -330,6 +393,99 @@ class FakeSlack:
         if not args.get("user"):
             return {"ok": False, "error": "user_not_in_channel"}
         return {"ok": True, "message_ts": self._new_ts()}
+
+    # -- streaming ---------------------------------------------------------------------------
+
+    def _m_chat_startStream(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel, team = str(args.get("channel") or ""), args.get("recipient_team_id")
+        if not channel or not args.get("thread_ts"):
+            return {"ok": False, "error": "invalid_arguments"}
+        with self._cond:
+            refused = self._no_stream.get(team) or self._no_stream.get(None)
+        if refused:
+            return {"ok": False, "error": refused}
+        if channel[0] in "CG" and not (team and args.get("recipient_user_id")):
+            # Slack needs the recipient when streaming into a channel.
+            return {"ok": False, "error": "missing_recipient"}
+        message: dict[str, Any] = {
+            "ts": self._new_ts(),
+            "text": "",
+            "user": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "thread_ts": args["thread_ts"],
+            "metadata": None,
+            "blocks": None,
+            "streaming": True,
+            "appends": 0,
+            "chunks": [],
+            "tasks": {},
+            "task_display_mode": args.get("task_display_mode"),
+            "recipient": (team, args.get("recipient_user_id")),
+        }
+        with self._cond:
+            self._add_chunks(message, args)
+            self._messages.setdefault(channel, []).append(message)
+        return {"ok": True, "channel": channel, "ts": message["ts"]}
+
+    def _m_chat_appendStream(self, args: dict[str, Any]) -> dict[str, Any]:
+        with self._cond:
+            message, error = self._open_stream(args)
+            if message is None:
+                return {"ok": False, "error": error}
+            message["appends"] += 1
+            self._add_chunks(message, args)
+        return {"ok": True, "channel": args["channel"], "ts": message["ts"]}
+
+    def _m_chat_stopStream(self, args: dict[str, Any]) -> dict[str, Any]:
+        with self._cond:
+            message, error = self._open_stream(args)
+            if message is None:
+                return {"ok": False, "error": error}
+            self._add_chunks(message, args)
+            message["streaming"] = False
+            if args.get("metadata"):
+                meta = args["metadata"]
+                message["metadata"] = json.loads(meta) if isinstance(meta, str) else meta
+            if args.get("blocks"):
+                message["blocks"] = _blocks(args["blocks"])
+        return {"ok": True, "channel": args["channel"], "ts": message["ts"], "message": message}
+
+    def _open_stream(self, args: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+        for m in self._messages.get(str(args.get("channel") or ""), []):
+            if m["ts"] == args.get("ts"):
+                if "streaming" not in m:
+                    return None, "message_not_streaming"
+                expired = self._expire_after is not None and m["appends"] >= self._expire_after
+                if not m["streaming"] or (expired and m["streaming"]):
+                    m["streaming"] = False
+                    return None, "message_not_in_streaming_state"
+                return m, ""
+        return None, "message_not_found"
+
+    def _add_chunks(self, message: dict[str, Any], args: dict[str, Any]) -> None:
+        chunks = args.get("chunks") or []
+        if isinstance(chunks, str):
+            chunks = json.loads(chunks)
+        if args.get("markdown_text"):
+            chunks = [{"type": "markdown_text", "text": args["markdown_text"]}, *chunks]
+        for chunk in chunks:
+            message["chunks"].append(chunk)
+            if chunk.get("type") == "markdown_text":
+                message["text"] += chunk.get("text", "")
+            elif chunk.get("type") == "task_update":
+                statuses = message["tasks"].setdefault(chunk["id"], [])
+                statuses.append((chunk.get("title"), chunk.get("status")))
+
+    def streams(self, channel: str | None = None) -> list[dict[str, Any]]:
+        """The streamed messages (open or stopped), oldest first."""
+        return [m for m in self.posted(channel) if "streaming" in m]
+
+    def _m_assistant_threads_setStatus(self, args: dict[str, Any]) -> dict[str, Any]:
+        with self._cond:
+            refused = self._no_status
+        if refused:
+            return {"ok": False, "error": refused}
+        return {"ok": True}
 
     def message(self, channel: str, ts: str) -> dict[str, Any]:
         """One stored message (as posted, then updated)."""
@@ -424,6 +580,14 @@ class FakeSlack:
             self._calls.append(Call("response_url", body, time.monotonic(), None))
             self._cond.notify_all()
         return web.Response(text="ok", content_type="text/plain")
+
+
+def shown_text(message: dict[str, Any]) -> str:
+    """A message's markdown block if it has one (what Slack renders), else its text."""
+    for block in message.get("blocks") or []:
+        if block.get("type") == "markdown":
+            return str(block.get("text", ""))
+    return str(message.get("text", ""))
 
 
 def _blocks(value: Any) -> list[dict[str, Any]] | None:
