@@ -122,6 +122,9 @@ class Agent:
         try:
             async with limit:
                 history = await self._history.load(session.conversation)
+                # The question is kept at once: a process killed mid-answer (whose words were
+                # already on screen) must not leave the thread without what was asked.
+                await self._history.append(session.conversation, turn.messages[:1])
                 parts = await self.context.prepare(session, text, history, turn, skills)
                 reply = await self._loop(session, history, turn, parts, progress, writer)
         except TimeoutError:
@@ -136,8 +139,8 @@ class Agent:
         # up") stored as such would read to the model as something it said.
         if reply.ok:
             turn.messages.append({"role": "assistant", "content": turn.written[-1]})
-        # One transaction per request: the thread never holds half a turn.
-        await self._history.append(session.conversation, turn.messages)
+        # The rest in one transaction: the thread never holds a tool call without its result.
+        await self._history.append(session.conversation, turn.messages[1:])
         return reply
 
     async def _loop(

@@ -88,6 +88,8 @@ class HistoryStore:
         """Store one request's messages in a single transaction: all of them or none."""
         from core.store.models import ThreadMessage
 
+        if not messages:
+            return
         now = self._clock()
         async with self._db.session() as s:
             for m in messages:

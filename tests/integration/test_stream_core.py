@@ -111,6 +111,10 @@ async def test_closing_the_stream_early_cancels_the_work(streaming_bot: Make) ->
     first = await anext(stream)
     assert isinstance(first, TextDelta)
     await stream.aclose()  # the adapter gave up (shutdown): no dangling task, no error
+    # The question was kept before the first word was shown, whatever happens after.
+    assert app.core.agent is not None
+    history = await app.core.agent._history.load(request.conversation)
+    assert history.messages[0] == {"role": "user", "content": "hello"}
     # The thread's lock was let go: the next request in the thread is answered.
     model.reply("again")
     events = await collect(app, "hello again", thread="t9")
