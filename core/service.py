@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -146,7 +146,7 @@ class Core:
             return self.agents[session.model]
         return self.agent
 
-    async def stream(self, request: Request) -> AsyncIterator[ReplyEvent]:
+    async def stream(self, request: Request) -> AsyncGenerator[ReplyEvent, None]:
         """Answer one request as it is written: the answer's words, tool steps and status
         lines as they happen, then one `Finished` with the whole reply (`core.streaming`).
         Never raises for the request's sake; closing the iterator early cancels the work."""
