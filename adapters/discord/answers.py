@@ -16,17 +16,16 @@ answer are recorded as they are posted.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from adapters.background import last_word
 from adapters.discord import delivery
 from adapters.discord.config import DiscordConfig
 from adapters.discord.inbound import describe, mentions_me, names_of, origin_of
 from adapters.discord.lib import discord
+from adapters.discord.stream import ChannelSurface, InteractionSurface, Ledger, StreamWriter
 from adapters.discord.translate import (
     PLATFORM,
     Origin,
@@ -170,22 +169,23 @@ class Answerer:
         (default: the message answered)."""
         request = to_request(origin, text, thread=conversation)
         key = key or f"{origin.tenant}:message:{message.id}"
-        status = delivery.ProgressNote(channel=channel, every=self.config.progress_every)
+        # A personal result asked for in public goes by DM: nothing of it is shown here.
+        personal = message.guild is not None and self.core.commands.is_personal(text)
+        writer = StreamWriter(
+            ChannelSurface(channel, reference=reply_to),
+            pacing=self.config.pacing,
+            note_every=self.config.progress_every,
+            live=not personal,
+            typing=lambda: delivery.typing(channel, self.config.typing_every),
+            ledger=Ledger(self.core.events, key),
+        )
         try:
-            async with delivery.typing(channel, self.config.typing_every):
-                try:
-                    reply = await self.core.handle(request, status.update)
-                except asyncio.CancelledError:
-                    cut = messages.ANSWER_CUT
-                    await last_word(lambda: channel.send(cut, allowed_mentions=delivery.NO_PINGS))
-                    raise
-                finally:
-                    await status.finish()
+            reply = (await writer.run(self.core.stream(request))).reply
             parts = render(reply, upload_limit=self.upload_limit(message.guild))
             if reply.ephemeral and message.guild is not None:
-                await self._answer_privately(message.author, channel, key, parts)
-            else:
-                await delivery.post(self.core.events, channel, key, parts, reference=reply_to)
+                note = await self._answer_privately(message.author, key, parts)
+                parts = [Outgoing(text=note)]
+            await writer.finish(parts)
         except Exception as exc:
             refused = isinstance(exc, discord.HTTPException)
             log.error(
@@ -202,21 +202,17 @@ class Answerer:
                 log.error("Discord: could not post the error note either (%s)", again)
 
     async def _answer_privately(
-        self,
-        author: discord.User | discord.Member,
-        channel: discord.abc.Messageable,
-        key: str,
-        parts: list[Outgoing],
-    ) -> None:
+        self, author: discord.User | discord.Member, key: str, parts: list[Outgoing]
+    ) -> str:
         """A personal result asked for in public (e.g. `@Threadline /memory list`): Discord has
-        no private messages in a channel, so the answer goes by DM and the thread says so."""
+        no private messages in a channel, so the answer goes by DM; returns what the thread is
+        told."""
         try:
             dm = await author.create_dm()
             await delivery.post(self.core.events, dm, f"{key}:dm", parts)
-            note = messages.DISCORD_SENT_PRIVATELY
         except discord.Forbidden:  # the member does not accept DMs from this server
-            note = messages.DISCORD_CANNOT_DM
-        await delivery.post(self.core.events, channel, key, [Outgoing(text=note)])
+            return messages.DISCORD_CANNOT_DM
+        return messages.DISCORD_SENT_PRIVATELY
 
     def upload_limit(self, guild: discord.Guild | None) -> int:
         """The configured limit, never above what the guild's boost level allows."""
@@ -245,17 +241,23 @@ class Answerer:
         try:
             if not await self._claim(origin.tenant, f"interaction:{interaction.id}"):
                 return
-            status = delivery.ProgressNote(
-                interaction=interaction, every=self.config.progress_every
+            writer = StreamWriter(
+                InteractionSurface(interaction, private=privately),
+                pacing=self.config.pacing,
+                note_every=self.config.progress_every,
             )
-            reply = await self.core.handle(request, status.update)
+            reply = (await writer.run(self.core.stream(request))).reply
             limit = min(self.upload_limit(interaction.guild), interaction.filesize_limit)
-            await delivery.answer_interaction(
-                interaction,
-                render(reply, upload_limit=limit),
-                deferred_privately=privately,
-                private=is_private(reply),
-            )
+            parts = render(reply, upload_limit=limit)
+            private = is_private(reply)
+            if private != privately and not writer.showed_answer:
+                # Nothing of the answer is visible yet, so it can still go out with the
+                # visibility it needs (a refusal to a public command is private).
+                await delivery.answer_interaction(
+                    interaction, parts, deferred_privately=privately, private=private
+                )
+            else:  # what was streamed stays where it was shown
+                await writer.finish(parts)
         except Exception as exc:
             log.error(
                 "Discord: answering interaction %s failed (%s)",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from adapters.pacing import Pacing
 from config.settings import DEFAULT_DISCORD_UPLOAD_LIMIT
 
 if TYPE_CHECKING:
@@ -29,6 +30,8 @@ class DiscordConfig:
     connect_timeout: float = 60.0  # the first READY must arrive within this
     typing_every: float = 8.0
     progress_every: float = 1.0  # at most one progress-note edit per interval
+    # Streamed answers: at most one edit a second, the first words at once (see adapters/pacing).
+    pacing: Pacing = field(default_factory=Pacing)
     shutdown_grace: float = 30.0  # seconds in-flight answers may take to finish on stop
 
     @classmethod

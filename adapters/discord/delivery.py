@@ -1,7 +1,8 @@
 """Posting rendered replies on Discord: in a channel or thread exactly once, or as an
-interaction's deferred answer; a typing indicator while the agent works, and a progress note
-for long work (`/index`). Spoken answers (OGG/Opus audio with a duration and waveform) go out
-as real voice messages, or as a plain audio file where the channel refuses those."""
+interaction's deferred answer; a typing indicator while the agent works (answers streamed as
+they are written go through `stream`, which posts with these helpers). Spoken answers
+(OGG/Opus audio with a duration and waveform) go out as real voice messages, or as a plain
+audio file where the channel refuses those."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import base64
 import io
 import json
 import logging
-import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any
@@ -27,57 +27,9 @@ log = logging.getLogger("threadline.discord")
 # Threadline never pings: not @everyone, not roles, not the people named in an answer.
 NO_PINGS = discord.AllowedMentions.none()
 TYPING_LASTS = 10.0  # seconds Discord shows "is typing…" after one trigger
-PROGRESS_EVERY = 1.0  # at most one progress edit per second (Discord rate-limits edits)
 IS_VOICE_MESSAGE = 1 << 13  # message flag: shown as a voice message with a waveform
 VOICE_MESSAGES_REFUSED = 50173  # "Cannot send voice messages in this channel"
 VOICE_MESSAGE_FILENAME = "voice-message.ogg"  # what Discord's own clients name them
-
-
-class ProgressNote:
-    """One status line kept up to date while long work runs.
-
-    In a channel or thread it is a message of its own, deleted once the answer is ready; for an
-    interaction it is the deferred "thinking…" response, which the answer then replaces. A
-    failed update is logged and skipped: progress must never cost the answer."""
-
-    def __init__(
-        self,
-        *,
-        channel: discord.abc.Messageable | None = None,
-        interaction: discord.Interaction | None = None,
-        every: float = PROGRESS_EVERY,
-    ) -> None:
-        self._channel = channel
-        self._interaction = interaction
-        self._every = every
-        self._last = float("-inf")
-        self._message: discord.Message | None = None
-
-    async def update(self, text: str) -> None:
-        now = time.monotonic()
-        if now - self._last < self._every:
-            return
-        self._last = now
-        try:
-            if self._interaction is not None:
-                await self._interaction.edit_original_response(
-                    content=text, allowed_mentions=NO_PINGS
-                )
-            elif self._message is not None:
-                await self._message.edit(content=text, allowed_mentions=NO_PINGS)
-            elif self._channel is not None:
-                self._message = await self._channel.send(text, allowed_mentions=NO_PINGS)
-        except discord.HTTPException as exc:
-            log.warning("Discord: progress update failed (%s)", exc.status)
-
-    async def finish(self) -> None:
-        if self._message is None:
-            return
-        try:
-            await self._message.delete()
-        except discord.HTTPException as exc:
-            log.warning("Discord: could not remove the progress note (%s)", exc.status)
-        self._message = None
 
 
 def as_file(item: Outgoing) -> discord.File | None:
@@ -160,18 +112,28 @@ async def post(
     for i, item in enumerate(outgoing):
         if i in done:
             continue
-        file = as_file(item)
-        if item.file is not None and is_voice(item.file):
-            message = await send_audio(channel, item.file)
-        elif file is not None:
-            message = await channel.send(file=file, allowed_mentions=NO_PINGS)
-        elif reference is not None and i == 0:
-            message = await channel.send(
-                item.text, allowed_mentions=NO_PINGS, reference=reference, mention_author=False
-            )
-        else:
-            message = await channel.send(item.text, allowed_mentions=NO_PINGS)
+        message = await send(channel, item, reference=reference if i == 0 else None)
         await events.record_post(PLATFORM, delivery_key, i, str(message.id))
+
+
+async def send(
+    channel: discord.abc.Messageable,
+    item: Outgoing,
+    *,
+    reference: discord.Message | None = None,
+) -> discord.Message:
+    """Post one part: its text (as a reply to `reference`, if given), its file, or its audio
+    as a voice message."""
+    file = as_file(item)
+    if item.file is not None and is_voice(item.file):
+        return await send_audio(channel, item.file)
+    if file is not None:
+        return await channel.send(file=file, allowed_mentions=NO_PINGS)
+    if reference is not None:
+        return await channel.send(
+            item.text, allowed_mentions=NO_PINGS, reference=reference, mention_author=False
+        )
+    return await channel.send(item.text, allowed_mentions=NO_PINGS)
 
 
 async def answer_interaction(

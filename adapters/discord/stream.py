@@ -1,0 +1,530 @@
+"""Streamed answers on Discord: the answer is written into a message that is edited as the
+model writes it, instead of appearing all at once when it is done.
+
+`StreamWriter.run(events)` reads `Core.stream`'s events and keeps the visible messages up to
+date in the background; `finish(parts)` then makes them exactly what a non-streamed delivery
+would have posted (`translate.render`), attachments after the text.
+
+- The first words are posted at once (`Pacing.first_flush`); later words are batched into at
+  most one edit per `Pacing.edit_every` (Discord rate-limits edits per channel; discord.py
+  still handles a 429 we could not foresee). The final edit keeps that pace too.
+- Before 2,000 characters the answer continues in a new message, at the boundary
+  `split_markdown` would choose for the finished text (a code block open there is closed and
+  reopened). A part is moved to its own message only once its end can no longer change, so
+  the live split and the final one agree and settled messages are never edited again.
+- Tool steps show as a status line at the end of the message being written ("_Searching code
+  for `retry`…_"), or as the message itself before any text; the final text has none.
+- A long command's progress (`Status` without any answer yet) is a note: in a channel a
+  message of its own, removed when the answer is posted; for an app command the deferred
+  response, which the answer then replaces. Notes keep their own pace (`note_every`).
+- An edit Discord refuses (message deleted: 404; edits forbidden: 403) stops the live updates;
+  `finish` then posts what is missing once: the whole part for a deleted message, the rest
+  after what is visible for one that cannot be edited (nothing shown is repeated).
+- A cancelled answer (shutdown) ends its visible message with `messages.ANSWER_CUT`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from adapters.background import last_word
+from adapters.discord import delivery
+from adapters.discord.lib import discord
+from adapters.discord.translate import MESSAGE_LIMIT, PLATFORM, Outgoing
+from adapters.pacing import Pacing
+from adapters.text import split_markdown, split_parts
+from core import messages
+from core.streaming import Finished, ReplyEvent, Status, TextDelta, ToolFinished, ToolStarted
+
+if TYPE_CHECKING:
+    from core.events import EventLedger
+
+log = logging.getLogger("threadline.discord")
+
+# A CommonMark fence line (as adapters/text.py reads them): up to three spaces, then three or
+# more backticks or tildes and an optional info string.
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+
+
+def open_fence(text: str) -> tuple[str, str] | None:
+    """The code block still open at the end of `text`, as (its opening line, its fence run),
+    or None. Used to close a block for display and to reopen it where a message continues."""
+    opened: tuple[str, str] | None = None
+    for line in text.splitlines():
+        m = _FENCE.match(line)
+        if m is None:
+            continue
+        run, info = m[1], m[2]
+        if opened is None:
+            if not (run[0] == "`" and "`" in info):  # backtick info strings hold no backtick
+                opened = (line.lstrip(" "), run)
+        elif run[0] == opened[1][0] and len(run) >= len(opened[1]) and not info.strip():
+            opened = None
+    return opened
+
+
+def live_parts(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
+    """The messages a growing answer can show now: every part whose end can no longer move,
+    then the part being written (text after it waits until that part is settled).
+
+    `split_parts` chooses a part's end looking at most `limit` characters past its start, plus
+    the line that overflows; once a complete line ends beyond that window, more text cannot
+    change the choice. So settled parts are exactly the parts the finished text is split into.
+    """
+    parts = split_parts(text, limit)
+    last_newline = text.rfind("\n")
+    out: list[str] = []
+    start = 0
+    for k, part in enumerate(parts):
+        shown = part.text.strip("\n")  # as `render` strips each part
+        if shown.strip():
+            out.append(shown)
+        if k == len(parts) - 1 or last_newline < start + limit:
+            break
+        start += len(part.original)
+    return out
+
+
+def status_line(label: str) -> str:
+    label = label.strip()
+    return f"_{label}_" if label.endswith(("…", ".")) else f"_{label}…_"
+
+
+class Surface(Protocol):
+    """Where an answer is written: a channel, thread or DM, or an app command's response."""
+
+    notes_apart: bool  # a command's progress note is a message of its own, removed at the end
+
+    async def post(self, item: Outgoing, *, first: bool) -> Any: ...
+    async def edit(self, handle: Any, text: str) -> None: ...
+    async def delete(self, handle: Any) -> None: ...
+
+
+class ChannelSurface:
+    notes_apart = True
+
+    def __init__(
+        self, channel: discord.abc.Messageable, *, reference: discord.Message | None = None
+    ) -> None:
+        self.channel = channel
+        self.reference = reference  # the answer's first message replies to it
+
+    async def post(self, item: Outgoing, *, first: bool) -> Any:
+        reference = self.reference if first else None
+        return await delivery.send(self.channel, item, reference=reference)
+
+    async def edit(self, handle: Any, text: str) -> None:
+        await handle.edit(content=text, allowed_mentions=delivery.NO_PINGS)
+
+    async def delete(self, handle: Any) -> None:
+        await handle.delete()
+
+
+class InteractionSurface:
+    """The deferred response is the first message (edited, never posted); further messages
+    are follow-ups with the visibility Discord fixed when the command was deferred."""
+
+    notes_apart = False
+
+    def __init__(self, interaction: discord.Interaction, *, private: bool) -> None:
+        self.interaction = interaction
+        self.private = private
+        self._original_used = False
+
+    async def post(self, item: Outgoing, *, first: bool) -> Any:
+        file = delivery.as_file(item)
+        if not self._original_used:
+            self._original_used = True
+            if file is not None:
+                return await self.interaction.edit_original_response(
+                    content=None, attachments=[file], allowed_mentions=delivery.NO_PINGS
+                )
+            return await self.interaction.edit_original_response(
+                content=item.text, allowed_mentions=delivery.NO_PINGS
+            )
+        followup = self.interaction.followup
+        if file is not None:
+            return await followup.send(
+                file=file, ephemeral=self.private, allowed_mentions=delivery.NO_PINGS, wait=True
+            )
+        return await followup.send(
+            item.text, ephemeral=self.private, allowed_mentions=delivery.NO_PINGS, wait=True
+        )
+
+    async def edit(self, handle: Any, text: str) -> None:
+        await handle.edit(content=text, allowed_mentions=delivery.NO_PINGS)
+
+    async def delete(self, handle: Any) -> None:
+        await handle.delete()
+
+
+@dataclass(frozen=True, slots=True)
+class Ledger:
+    """The answer's parts as recorded in `core.events`: a part recorded as posted is never
+    posted again (a resumed gateway, a second process)."""
+
+    events: EventLedger
+    key: str
+
+    async def done(self) -> dict[int, str]:
+        return await self.events.posted(PLATFORM, self.key)
+
+    async def record(self, part: int, handle: Any) -> None:
+        await self.events.record_post(PLATFORM, self.key, part, str(handle.id))
+
+
+@dataclass
+class _Shown:
+    """A message the writer posted, as Discord shows it now."""
+
+    handle: Any
+    content: str  # all of it, status line included
+    answer: str  # the answer's text in it (without a status line or an added fence closer)
+    note: bool  # only a command's progress so far (never answer text or a tool step)
+    written_at: float
+    lost: str | None = None  # "gone" (deleted) / "refused" (edits forbidden): not edited again
+
+
+@dataclass(frozen=True, slots=True)
+class _View:
+    content: str
+    answer: str = ""
+    note: bool = False
+
+
+class StreamWriter:
+    def __init__(
+        self,
+        surface: Surface,
+        *,
+        pacing: Pacing,
+        note_every: float = 1.0,
+        live: bool = True,
+        typing: Callable[[], AbstractAsyncContextManager[None]] | None = None,
+        ledger: Ledger | None = None,
+        limit: int = MESSAGE_LIMIT,
+    ) -> None:
+        """`live=False` shows nothing until `finish` (a personal answer that will go by DM);
+        `typing` is shown until the first words are visible."""
+        self._surface = surface
+        self._pacing = pacing
+        self._note_every = note_every
+        self._live = live
+        self._typing = typing
+        self._ledger = ledger
+        self._limit = limit
+        self._text = ""
+        self._text_at: float | None = None  # when the first words arrived
+        self._tools: dict[str, str] = {}  # tool steps running: call id -> label
+        self._status: str | None = None  # the latest progress line of a command
+        self._shown: list[_Shown] = []
+        self._written_at = float("-inf")
+        self._text_visible = False
+        self._failure: discord.HTTPException | None = None  # a post Discord refused
+        self._dirty = asyncio.Event()
+        self._lock = asyncio.Lock()  # one write at a time; held while the flusher writes
+        self._flusher: asyncio.Task[None] | None = None
+        self._typing_stack = AsyncExitStack()
+
+    @property
+    def showed_answer(self) -> bool:
+        """Whether anything but a progress note was shown (then it cannot be taken back)."""
+        return any(not m.note for m in self._shown)
+
+    # -- reading the events ----------------------------------------------------------------------
+
+    async def run(self, events: AsyncIterator[ReplyEvent]) -> Finished:
+        """Show the answer as its events arrive; returns the last event (`Finished`). Cancelled,
+        it leaves the visible message ending with a note that the answer was cut."""
+        if self._typing is not None:
+            await self._typing_stack.enter_async_context(self._typing())
+        if self._live:
+            self._flusher = asyncio.create_task(self._flush_loop())
+        try:
+            async for event in events:
+                if isinstance(event, Finished):
+                    return event
+                self._take(event)
+                if isinstance(event, Status):
+                    await self._note_now()
+            raise RuntimeError("the answer's events ended without a Finished event")
+        except asyncio.CancelledError:
+            await last_word(self._cut)
+            raise
+        finally:
+            await self._stop_flusher()
+            await self._typing_stack.aclose()
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                await close()  # closing the stream cancels the work behind it
+
+    def _take(self, event: ReplyEvent) -> None:
+        if isinstance(event, TextDelta):
+            if not event.text:
+                return
+            if self._text_at is None:
+                self._text_at = self._pacing.clock()
+            self._text += event.text
+            self._status = None  # the answer itself says more than a progress line
+        elif isinstance(event, ToolStarted):
+            self._tools[event.call_id] = event.label
+            self._status = None  # the step's own label replaces the generic progress line
+        elif isinstance(event, ToolFinished):
+            self._tools.pop(event.call_id, None)
+        elif isinstance(event, Status):
+            self._status = event.text
+        self._dirty.set()
+
+    # -- live updates --------------------------------------------------------------------------
+
+    async def _flush_loop(self) -> None:
+        while self._live:
+            await self._dirty.wait()
+            await self._pacing.until(self._due())
+            async with self._lock:
+                await self._write_safely()
+
+    async def _note_now(self) -> None:
+        """A command's progress line, while it is all there is to show, is written before the
+        command goes on (as its progress note always was): a command reports few lines, and
+        each is worth seeing even when the answer follows at once."""
+        if not self._live or self._text or self._tools:
+            return
+        async with self._lock:
+            if self._pacing.clock() >= self._due():
+                await self._write_safely()
+
+    async def _write_safely(self) -> None:
+        self._dirty.clear()
+        try:
+            await self._write()
+        except Exception:  # a failed update must not fail the answer; `finish` writes it all
+            log.exception("Discord: a streamed update failed; showing the end only")
+            self._live = False
+
+    def _due(self) -> float:
+        """When the next write may go out."""
+        if not self._shown:
+            if self._text_at is not None:
+                return self._text_at + self._pacing.first_flush
+            return self._written_at  # a status line before any words: at once
+        every = self._note_every if self._shown[-1].note else self._pacing.edit_every
+        return self._written_at + every
+
+    def _views(self) -> list[_View]:
+        """What each message should show now."""
+        text = self._text.lstrip()
+        line: str | None = None
+        if self._tools:
+            line = status_line(list(self._tools.values())[-1])
+        elif self._status:
+            line = self._status
+        if not text:
+            return [_View(line, note=not self._tools)] if line else []
+        parts = live_parts(text, self._limit)
+        views = [_View(p, p) for p in parts[:-1]]
+        last = parts[-1] if parts else ""
+        fence = open_fence(last)
+        closed = f"{last}\n{fence[1]}" if fence else last  # an open block, closed for display
+        if len(closed) > self._limit:
+            closed = last
+        content = closed
+        if line and len(closed) + 2 + len(line) <= self._limit:
+            content = f"{closed}\n\n{line}"
+        views.append(_View(content, last))
+        return views
+
+    async def _write(self) -> None:
+        for i, view in enumerate(self._views()):
+            if i < len(self._shown):
+                shown = self._shown[i]
+                if shown.lost is not None:
+                    self._live = False
+                    return
+                if shown.content != view.content and not await self._edit_live(i, view):
+                    return
+            elif not await self._post_live(i, view):
+                return
+        if not self._text_visible and any(m.answer for m in self._shown):
+            self._text_visible = True
+            await self._typing_stack.aclose()  # "typing…" until the first words show
+            counts = self._pacing.counts
+            if counts is not None and self._text_at is not None:
+                counts.first_text.append(self._pacing.clock() - self._text_at)
+
+    async def _post_live(self, i: int, view: _View) -> bool:
+        try:
+            handle = await self._surface.post(Outgoing(text=view.content), first=i == 0)
+        except discord.HTTPException as exc:
+            if view.note:  # progress must never cost the answer
+                log.warning("Discord: progress note refused (%s)", exc.status)
+                self._status = None
+                return False
+            self._failure, self._live = exc, False
+            return False
+        now = self._pacing.clock()
+        self._shown.append(_Shown(handle, view.content, view.answer, view.note, now))
+        self._written_at = now
+        self._count("posts")
+        if not view.note and self._ledger is not None:
+            await self._ledger.record(i, handle)
+        return True
+
+    async def _edit_live(self, i: int, view: _View) -> bool:
+        shown = self._shown[i]
+        if not await self._edit(shown, view.content):
+            if shown.lost is not None:
+                self._live = False
+            return False
+        shown.answer = view.answer
+        if shown.note and not view.note:  # the note became the answer's message
+            shown.note = False
+            if self._ledger is not None:
+                await self._ledger.record(i, shown.handle)
+        return True
+
+    async def _edit(self, shown: _Shown, content: str) -> bool:
+        """Edit one message; False if Discord refused (then `shown.lost` says why, for a
+        deleted message or forbidden edits) or failed."""
+        try:
+            await self._surface.edit(shown.handle, content)
+        except (discord.NotFound, discord.Forbidden) as exc:
+            shown.lost = "gone" if isinstance(exc, discord.NotFound) else "refused"
+            self._count("refused_edits")
+            log.warning(
+                "Discord: edit refused (%s, %s); the rest is posted anew", exc.status, shown.lost
+            )
+            return False
+        except discord.HTTPException as exc:
+            log.warning("Discord: edit failed (HTTP %s); retried at the next update", exc.status)
+            return False
+        now = self._pacing.clock()
+        shown.content, shown.written_at = content, now
+        self._written_at = now
+        self._count("edits")
+        return True
+
+    def _count(self, what: str) -> None:
+        counts = self._pacing.counts
+        if counts is not None:
+            setattr(counts, what, getattr(counts, what) + 1)
+
+    async def _stop_flusher(self) -> None:
+        task, self._flusher = self._flusher, None
+        if task is None:
+            return
+        async with self._lock:  # a write in flight completes first
+            task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    async def _cut(self) -> None:
+        """The answer was cancelled: its last visible message ends with the cut note (or the
+        note is posted, when nothing is visible or there is no room)."""
+        await self._stop_flusher()
+        note = messages.ANSWER_CUT
+        last = self._shown[-1] if self._shown else None
+        if last is not None and last.lost is None:
+            fence = open_fence(last.answer)
+            text = f"{last.answer}\n{fence[1]}" if fence else last.answer
+            content = f"{text}\n\n{note}" if text.strip() else note
+            if len(content) <= self._limit:
+                await self._surface.edit(last.handle, content)
+                return
+        await self._surface.post(Outgoing(text=note), first=not self._shown)
+
+    # -- the final state -----------------------------------------------------------------------
+
+    async def finish(self, parts: Sequence[Outgoing]) -> None:
+        """Make the visible messages exactly `parts` (edits of the streamed messages, new posts
+        for the rest), each part recorded as posted. Raises what Discord refused when the
+        answer could not be posted at all."""
+        await self._stop_flusher()
+        await self._typing_stack.aclose()
+        if self._failure is not None:
+            raise self._failure
+        shown = list(self._shown)
+        if shown and shown[0].note and self._surface.notes_apart:
+            await self._remove(shown[0])  # a command's progress note is not part of its answer
+            shown = []
+        done = await self._ledger.done() if self._ledger is not None else {}
+        for i, item in enumerate(parts):
+            message = shown[i] if i < len(shown) else None
+            if message is not None and message.lost is None and item.file is None:
+                if await self._final_edit(message, item.text):
+                    await self._record(i, message.handle)
+                    continue
+            if message is not None and message.lost == "refused" and item.file is None:
+                await self._post_rest(i, message, item.text)
+                continue
+            if message is not None and message.lost is None:
+                await self._remove(message)  # a text message where a file goes (rare)
+            if message is None and i in done:
+                continue  # posted by an earlier attempt
+            handle = await self._surface.post(item, first=i == 0)
+            self._count("posts")
+            await self._record(i, handle)
+        for extra in shown[len(parts) :]:
+            if extra.lost is None:
+                await self._remove(extra)
+
+    async def _final_edit(self, shown: _Shown, text: str) -> bool:
+        if shown.content == text:
+            return True
+        every = self._note_every if shown.note else self._pacing.edit_every
+        await self._pacing.until(shown.written_at + every)
+        try:
+            await self._surface.edit(shown.handle, text)
+        except (discord.NotFound, discord.Forbidden) as exc:
+            shown.lost = "gone" if isinstance(exc, discord.NotFound) else "refused"
+            self._count("refused_edits")
+            log.warning("Discord: final edit refused (HTTP %s); posting it anew", exc.status)
+            return False
+        shown.content, shown.answer, shown.written_at = text, text, self._pacing.clock()
+        self._count("edits")
+        return True
+
+    async def _post_rest(self, i: int, shown: _Shown, text: str) -> None:
+        """A message that can no longer be edited keeps what it shows; what the final part
+        has after that is posted once (its code block reopened if it was cut inside one)."""
+        rest = text
+        if shown.answer and text.startswith(shown.answer):
+            rest = text[len(shown.answer) :]
+            fence = open_fence(shown.answer)
+            if fence is not None:
+                rest = f"{fence[0]}\n{rest.lstrip(chr(10))}"
+        first: Any = None
+        for piece in split_markdown(rest, self._limit):
+            if not piece.strip():
+                continue
+            handle = await self._surface.post(Outgoing(text=piece.strip("\n")), first=False)
+            self._count("posts")
+            first = first or handle
+        await self._record(i, first or shown.handle)
+
+    async def _record(self, part: int, handle: Any) -> None:
+        if self._ledger is not None:
+            await self._ledger.record(part, handle)
+
+    async def _remove(self, shown: _Shown) -> None:
+        try:
+            await self._surface.delete(shown.handle)
+        except discord.HTTPException as exc:
+            log.warning("Discord: could not remove a streamed message (HTTP %s)", exc.status)
+
+
+__all__ = [
+    "ChannelSurface",
+    "InteractionSurface",
+    "Ledger",
+    "StreamWriter",
+    "Surface",
+    "live_parts",
+    "open_fence",
+    "status_line",
+]
