@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from core.errors import ThreadlineError
 from core.llm.kinds import LLMErrorKind
 from core.llm.providers import ProviderSpec
-from core.llm.toolcalls import ToolCallDeltas, assistant_message, normalize_tool_calls
+from core.llm.stream import DONE, ChunkAssembler, StreamError, sse_data
+from core.llm.toolcalls import assistant_message, normalize_tool_calls
 from core.llm.usage import parse_usage
 from core.request import Usage
 from core.tools.dispatcher import ProposedCall
@@ -155,43 +156,41 @@ class OpenAICompatibleModel:
     async def _streamed(self, kwargs: dict[str, Any], on_text: TextSink) -> Completion:
         import openai
 
+        client = self._get_client().chat.completions.with_streaming_response
         try:
-            stream = await self._get_client().chat.completions.create(
-                **kwargs, stream=True, stream_options={"include_usage": True}
-            )
+            context = client.create(**kwargs, stream=True, stream_options={"include_usage": True})
+            async with context as response:
+                if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                    # A server that ignored `stream` and answered whole.
+                    completion = _from_body(json.loads(await response.read()))
+                    if completion.text:
+                        await on_text(completion.text)
+                    return completion
+                got = ChunkAssembler()
+                async for line in response.iter_lines():
+                    data = sse_data(line)
+                    if data is None or not data:
+                        continue
+                    if data == DONE:
+                        break
+                    try:
+                        piece = got.feed(data)
+                    except StreamError as exc:
+                        raise LLMError("server", f"error in the stream: {exc}") from None
+                    if piece:
+                        await on_text(piece)
         except openai.APIStatusError as exc:
             if exc.status_code in STREAM_REFUSED_STATUS and "stream" in str(exc).lower():
                 raise _StreamRefused from exc
             raise
-        text: list[str] = []
-        calls = ToolCallDeltas()
-        usage: Any = None
-        finish: str | None = None
-        got_chunk = False
-        async with stream:
-            async for chunk in stream:
-                got_chunk = True
-                if getattr(chunk, "usage", None) is not None:
-                    usage = chunk.usage  # the last chunk, with no choices
-                for choice in getattr(chunk, "choices", None) or []:
-                    if getattr(choice, "index", 0) != 0:
-                        continue
-                    finish = getattr(choice, "finish_reason", None) or finish
-                    delta = getattr(choice, "delta", None)
-                    if delta is None:
-                        continue
-                    piece = getattr(delta, "content", None)
-                    if isinstance(piece, str) and piece:
-                        text.append(piece)
-                        await on_text(piece)
-                    calls.add(getattr(delta, "tool_calls", None))
-        if not got_chunk:
+        if not got.chunks:
             raise LLMError("invalid_response", "the stream held no completion")
-        if finish is None:
+        if got.finish is None:
             # Every provider ends an answer with a reason; a stream that stops without one
             # was cut (a connection closed midway reads like a normal end).
             raise LLMError("unreachable", "the stream ended before the answer did")
-        return _completion("".join(text), normalize_tool_calls(calls.assembled()), usage, finish)
+        text = "".join(got.text)
+        return _completion(text, normalize_tool_calls(got.calls.assembled()), got.usage, got.finish)
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -234,6 +233,23 @@ async def _guarded(call: Awaitable[Completion]) -> Completion:
         raise LLMError("timeout", type(exc).__name__) from exc
     except httpx.HTTPError as exc:  # the connection broke while the stream was read
         raise LLMError("unreachable", type(exc).__name__) from exc
+
+
+def _from_body(body: Any) -> Completion:
+    """A whole completion as parsed JSON (a server that answered a streamed request whole)."""
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not choices or not isinstance(choices[0], dict):
+        raise LLMError("invalid_response", "no choices in the response")
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        raise LLMError("invalid_response", "no message in the response")
+    content = message.get("content")
+    return _completion(
+        content if isinstance(content, str) else "",
+        normalize_tool_calls(message.get("tool_calls")),
+        body.get("usage"),
+        choices[0].get("finish_reason"),
+    )
 
 
 def _completion(

@@ -149,6 +149,17 @@ def speech_wav(text: str, seconds_per_char: float, rate: int) -> bytes:
     return buf.getvalue()
 
 
+def _has_text(chunk: dict[str, Any]) -> bool:
+    return any((c.get("delta") or {}).get("content") for c in chunk.get("choices") or [])
+
+
+def _last_user_text(request: dict[str, Any]) -> str:
+    for message in reversed(request.get("messages") or []):
+        if message.get("role") == "user" and isinstance(message.get("content"), str):
+            return str(message["content"])
+    return ""
+
+
 class FakeOpenAI:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
@@ -170,6 +181,8 @@ class FakeOpenAI:
         self.refuse_stream = False
         self.break_stream_after: int | None = None
         self.stream_requests = 0  # streamed requests answered
+        # (last user message, perf_counter of the first and of the last text piece sent)
+        self.stream_log: list[tuple[str, float, float]] = []
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> FakeOpenAI:
@@ -229,6 +242,7 @@ class FakeOpenAI:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Cache-Control", "no-cache")
+                first = last = 0.0
                 try:
                     self.end_headers()
                     for n, chunk in enumerate(fake._chunks(request, completion)):
@@ -239,12 +253,17 @@ class FakeOpenAI:
                             continue
                         self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                         self.wfile.flush()
+                        if _has_text(chunk):
+                            last = time.perf_counter()
+                            first = first or last
                     self.wfile.write(b"data: [DONE]\n\n")
                     self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError, OSError):
                     pass
                 with fake._cond:
                     fake.stream_requests += 1
+                    if first:
+                        fake.stream_log.append((_last_user_text(request), first, last))
 
             def _send(
                 self,
