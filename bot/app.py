@@ -115,7 +115,7 @@ def build_app(
     )
     stack.push_async_callback(db.dispose)  # first in: closed last
     quotas = QuotaLedger(db, clock)
-    usage = UsageRecorder(db)
+    usage = UsageRecorder(db, clock)
     history = HistoryStore(db, clock)
     if model is None:
         model = _configured_model(settings)
@@ -181,7 +181,7 @@ def build_app(
     prompt = prompt_of(features)
     dispatcher = Dispatcher(
         registry,
-        AuditLog(db),
+        AuditLog(db, clock),
         max_args_chars=settings.tool_max_args_chars,
         max_result_chars=settings.tool_max_result_chars,
         confirm=mcp.confirmations,

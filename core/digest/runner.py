@@ -396,7 +396,7 @@ def standalone_runner(
         repos=repos,
         policy=policy,
         quotas=QuotaLedger(db, clock),
-        usage=UsageRecorder(db),
+        usage=UsageRecorder(db, clock),
         sink=OutboxSink(Outbox(db, clock)),
         owner=owner,
         clock=clock,

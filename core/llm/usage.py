@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 from core.request import Usage
@@ -61,14 +62,21 @@ def settled(reported: Usage | None, prompt_estimate: int, completion_estimate: i
 
 
 class UsageRecorder:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, clock: Callable[[], datetime] | None = None) -> None:
+        """`clock`: when usage happened and which UTC day it counts for (default: now)."""
         self._db = db
+        self._clock = clock
+
+    def _now(self) -> datetime:
+        from core.store.models import utcnow
+
+        return self._clock() if self._clock is not None else utcnow()
 
     async def record(self, session: ToolSession, provider: str, model: str, usage: Usage) -> None:
         from core.quotas import utc_day
-        from core.store.models import UsageRecord, utcnow
+        from core.store.models import UsageRecord
 
-        now = utcnow()
+        now = self._now()
         who = session.identity
         async with self._db.session() as s:
             s.add(
@@ -93,7 +101,7 @@ class UsageRecorder:
         from sqlmodel import col, func, select
 
         from core.quotas import utc_day
-        from core.store.models import UsageRecord, utcnow
+        from core.store.models import UsageRecord
 
         who = session.identity
         stmt = select(
@@ -104,7 +112,7 @@ class UsageRecorder:
             col(UsageRecord.platform) == who.platform,
             col(UsageRecord.tenant) == who.tenant,
             col(UsageRecord.user) == who.user,
-            col(UsageRecord.day) == utc_day(utcnow()),
+            col(UsageRecord.day) == utc_day(self._now()),
         )
         async with self._db.session() as s:
             row = (await s.exec(stmt)).one()

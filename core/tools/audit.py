@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from core.session import ToolSession
 from core.store.engine import Database
@@ -22,8 +24,10 @@ class AuditEvent:
 
 
 class AuditLog:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, clock: Callable[[], datetime] | None = None) -> None:
+        """`clock`: when each entry happened (default: now, UTC); tests pin it."""
         self._db = db
+        self._clock = clock
 
     async def record(self, session: ToolSession, event: AuditEvent) -> None:
         from core.store.models import AuditEntry
@@ -43,6 +47,8 @@ class AuditLog:
             args_chars=len(event.raw_arguments),
             args_sha256=hashlib.sha256(event.raw_arguments.encode()).hexdigest(),
         )
+        if self._clock is not None:
+            entry.at = self._clock()
         try:
             async with self._db.session() as s:
                 s.add(entry)
