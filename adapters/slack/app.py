@@ -34,7 +34,7 @@ from adapters.slack.logs import BOLT_LOGGER, quiet_logger
 from adapters.slack.mrkdwn import to_mrkdwn
 from adapters.slack.outbox import OutboxDelivery
 from adapters.slack.progress import ProgressLine
-from adapters.slack.stream import AnswerStream, Pacing, StreamTarget, Workspaces
+from adapters.slack.stream import AnswerStream, Pacing, Record, StreamTarget, Workspaces
 from adapters.slack.translate import (
     PLATFORM,
     asks_to_read_aloud,
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     )
     from core.mcp.confirm import ConfirmationGate
     from core.outbox import OutboxItem
-    from core.request import Reply
+    from core.request import Reply, Request
     from core.service import Core
 
 log = logging.getLogger("threadline.slack")
@@ -357,32 +357,53 @@ class SlackAdapter:
         )
         if (await events.posted(PLATFORM, target.delivery_key)).get(0):
             return  # answered (or being answered) already: never a second stream
-        progress = self._progress_line(channel, thread)  # only where nothing else shows status
+        await self._write_answer(body, request, target)
+        await self._react("reactions_remove", channel, event["ts"])
+
+    async def _write_answer(self, body: EventCallback, request: Request, target: Target) -> None:
+        """The answer streamed into the thread (`adapters.slack.stream`); what it could not
+        show, and the attachments, posted once after it. While it is visible but unfinished,
+        a note is armed in the outbox for the case this process dies (`core.outbox.cut`)."""
+        from core.outbox.cut import Where
+
+        assert target.thread_ts is not None
+        notes, events, key = self.core.cut_notes, self.core.events, target.delivery_key
+        where = Where(PLATFORM, target.tenant, target.channel, target.thread_ts, key)
+        armed = False
+
+        async def record(part: int, ts: str) -> None:
+            nonlocal armed
+            await events.record_post(PLATFORM, key, part, ts)
+            if notes is not None and not armed:
+                armed = True
+                await notes.arm(where)
+
+        progress = self._progress_line(target.channel, target.thread_ts)  # post mode only
+        answer = self._answer_stream(body, target, record, progress)
         try:
-            answer = self._stream_answer(body, target, progress)
             written = await answer.write(self.core.stream(request))
+        except asyncio.CancelledError:
+            if armed and notes is not None and answer.cut_noted:  # our own note went out
+                await last_word(lambda: notes.disarm(where))
+            raise
         finally:
             await progress.finish()
         reply = written.final.reply
         if not written.shown:  # nothing streamed: posted whole, as before
-            ephemeral = reply.ephemeral and not filters.is_direct(event)
+            ephemeral = reply.ephemeral and not filters.is_direct(body["event"])
             await self._deliver(replace(target, ephemeral=ephemeral), reply)
         else:
             if written.rest:  # what the messages could not show (edits refused): once
-                rest_target = replace(target, delivery_key=f"{target.delivery_key}:rest")
+                rest_target = replace(target, delivery_key=f"{key}:rest")
                 await self._deliver(rest_target, replace(reply, text=written.rest))
             await self._deliver_attachments(target, reply)
-        await self._react("reactions_remove", channel, event["ts"])
+        if armed and notes is not None:
+            await notes.disarm(where)
 
-    def _stream_answer(
-        self, body: EventCallback, target: Target, progress: ProgressLine
+    def _answer_stream(
+        self, body: EventCallback, target: Target, record: Record, progress: ProgressLine
     ) -> AnswerStream:
         assert self._client is not None and target.thread_ts is not None
-        events, key = self.core.events, target.delivery_key
-
-        async def record(part: int, ts: str) -> None:
-            await events.record_post(PLATFORM, key, part, ts)
-
         return AnswerStream(
             self._client,
             StreamTarget(
@@ -391,7 +412,7 @@ class SlackAdapter:
                 thread_ts=target.thread_ts,
                 team_id=body["event"].get("team") or body["team_id"],
                 user_id=target.user,
-                delivery_key=key,
+                delivery_key=target.delivery_key,
             ),
             self.workspaces,
             record=record,

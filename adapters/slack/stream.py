@@ -327,6 +327,7 @@ class AnswerStream:
         self._flusher: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self._closed = False
+        self.cut_noted = False  # the note about a cut answer went out (see `_cut`)
         self.calls = 0  # Slack calls made for the text and steps (tests, benchmark)
 
     @property
@@ -493,6 +494,13 @@ class AnswerStream:
     async def _finish(self, final: Finished) -> Written:
         """Write the pending text and the reply's remainder and close the pages."""
         await self._stop_flusher()
+        page = self._pages[-1] if self._pages else None
+        if page is not None and page.mode == "edit" and self._last_call is not None:
+            # Edits keep their pace to the last one (Slack rate-limits chat.update per
+            # channel); a stream's stop goes out at once, so the answer ends when the model does.
+            wait = self._last_call + self._pacing.edit_interval - self._pacing.clock()
+            if wait > 0:
+                await self._pacing.sleep(wait)
         async with self._lock:
             self._closed = True
             if not (self._pages or self._pending or self._tasks):
@@ -522,13 +530,15 @@ class AnswerStream:
                 if self._pages or self._pending:
                     self._pending += f"\n\n_{messages.ANSWER_CUT}_"
                     await self._flush(final=True)
-                    if self._shown():
+                    if self._shown() and not self._unshown():
+                        self.cut_noted = True
                         return
                 await self._client.chat_postMessage(
                     channel=self._target.channel,
                     thread_ts=self._target.thread_ts,
                     text=messages.ANSWER_CUT,
                 )
+                self.cut_noted = True
 
         from adapters.background import last_word
 
