@@ -75,7 +75,10 @@ def live_parts(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
 
     `split_parts` chooses a part's end looking at most `limit` characters past its start, plus
     the line that overflows; once a complete line ends beyond that window, more text cannot
-    change the choice. So settled parts are exactly the parts the finished text is split into.
+    change the choice. A line too long for one part is cut into pieces from its start, and all
+    but its last piece are fixed: so a part inside one very long line is settled once another
+    two parts' worth follows. Settled parts are exactly the parts the finished text is split
+    into.
     """
     parts = split_parts(text, limit)
     last_newline = text.rfind("\n")
@@ -85,7 +88,8 @@ def live_parts(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
         shown = part.text.strip("\n")  # as `render` strips each part
         if shown.strip():
             out.append(shown)
-        if k == len(parts) - 1 or last_newline < start + limit:
+        settled = last_newline >= start + limit or len(text) >= start + 3 * limit
+        if k == len(parts) - 1 or not settled:
             break
         start += len(part.original)
     return out

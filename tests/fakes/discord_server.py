@@ -20,6 +20,10 @@ What it is careful about, because discord.py 2.7.1 depends on it:
   first follow-up after a deferral replaces the "thinking…" response, keeping its visibility;
 - a message sent with `enforce_nonce` and a nonce the bot used within `nonce_window` seconds
   is answered with the earlier message, and nothing new is posted;
+- edits (of messages, interaction responses and follow-ups) are recorded with the time they
+  arrived (`Posted.edited_at`, by `edit_clock`); `limit_edits(interval)` answers an edit that
+  comes sooner than `interval` after the message was last written with a real 429, as a
+  busy channel's limit would (`rate_limited` lists them);
 - the gateway session survives a dropped socket: RESUME replays what the client missed (and,
   on request, events it already had: Discord delivers at least once) and then RESUMED;
   an invalid session (op 9) makes the client identify again, which fires `on_ready` again.
@@ -91,6 +95,10 @@ class Posted:
     loading: bool = False
     deleted: bool = False
     edits: list[str] = field(default_factory=list)  # contents after each PATCH
+    # When each edit arrived, by `FakeDiscord.edit_clock` (a test's clock, or monotonic time).
+    edited_at: list[float] = field(default_factory=list)
+    posted_at: float | None = None  # when it was posted (same clock)
+    written_at: float | None = None  # when it was posted or last edited (same clock)
     flags: int = 0
     # The attachments' metadata from payload_json (voice messages: duration_secs, waveform).
     attachment_meta: list[dict[str, Any]] = field(default_factory=list)
@@ -114,7 +122,7 @@ class InteractionState:
         out = []
         if self.original and not self.original.deleted and not self.original.loading:
             out.append(self.original)
-        return out + self.followups
+        return out + [f for f in self.followups if not f.deleted]
 
 
 @dataclass
@@ -182,6 +190,9 @@ class FakeDiscord:
         self.no_voice_messages: set[str] = set()
 
         self._failures: list[_Failure] = []
+        self.edit_clock: Callable[[], float] = time.monotonic
+        self.edit_interval: float | None = None  # see `limit_edits`
+        self.rate_limited: list[Call] = []  # edits answered 429 by `limit_edits`
         self._held: dict[str, asyncio.Event] = {}  # channel id -> set when posts may proceed
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
@@ -542,6 +553,31 @@ class FakeDiscord:
         them is gone by then (Discord finishes what it received)."""
         return self._held.setdefault(channel_id, asyncio.Event())
 
+    def limit_edits(self, interval: float, *, clock: Callable[[], float] | None = None) -> None:
+        """From now on an edit of a message less than `interval` seconds (by `clock`, default
+        `edit_clock`) after it was posted or last edited is answered 429, and recorded."""
+        self.edit_interval = interval
+        if clock is not None:
+            self.edit_clock = clock
+
+    def _too_soon(self, posted: Posted, call: Call) -> web.Response | None:
+        now = self.edit_clock()
+        last = posted.written_at
+        if self.edit_interval is None or last is None or now - last >= self.edit_interval:
+            return None
+        self.rate_limited.append(call)
+        return json_response(
+            429,
+            {"message": "You are being rate limited.", "retry_after": 0.05, "global": False},
+            {"Via": "1.1 google", "Retry-After": "1", "X-RateLimit-Scope": "shared"},
+        )
+
+    def _edited(self, posted: Posted, content: str) -> None:
+        posted.content = content
+        posted.edits.append(content)
+        posted.edited_at.append(self.edit_clock())
+        posted.written_at = posted.edited_at[-1]
+
     def rate_limit_next(self, method: str, path: str, retry_after: float = 0.05) -> None:
         """A real 429 (with `Via`, as Discord's edge sends it): discord.py waits and retries."""
         self.fail_next(
@@ -603,6 +639,8 @@ class FakeDiscord:
             ("POST", r"/webhooks/\d+/[^/]+", self._followup),
             ("PATCH", r"/webhooks/\d+/[^/]+/messages/@original", self._edit_original),
             ("DELETE", r"/webhooks/\d+/[^/]+/messages/@original", self._delete_original),
+            ("PATCH", r"/webhooks/\d+/[^/]+/messages/\d+", self._edit_followup),
+            ("DELETE", r"/webhooks/\d+/[^/]+/messages/\d+", self._delete_followup),
             ("PUT", r"/applications/\d+/commands", self._sync),
             ("PUT", r"/applications/\d+/guilds/\d+/commands", self._sync),
         ]
@@ -697,6 +735,7 @@ class FakeDiscord:
             if problem is not None:
                 return problem
         posted = Posted(self._id(), channel_id, body.get("content") or "", call.files)
+        posted.posted_at = posted.written_at = self.edit_clock()
         posted.flags = flags
         posted.attachment_meta = list(body.get("attachments") or [])
         posted.components = list(body.get("components") or [])
@@ -742,11 +781,10 @@ class FakeDiscord:
             return json_response(404, {"message": "Unknown Message", "code": 10008})
         body = call.body or {}
         if "content" in body:
-            problem = self._check_content(body, posted.files)
+            problem = self._check_content(body, posted.files) or self._too_soon(posted, call)
             if problem is not None:
                 return problem
-            posted.content = body.get("content") or ""
-            posted.edits.append(posted.content)
+            self._edited(posted, body.get("content") or "")
         if "components" in body:
             posted.components = list(body.get("components") or [])
         return json_response(200, self._bot_message(posted))
@@ -963,6 +1001,7 @@ class FakeDiscord:
             original.loading = False
             original.content = body.get("content") or ""
             original.files = call.files
+            original.written_at = self.edit_clock()
             self.posts.append(original)
             return json_response(200, self._bot_message(original))
         posted = Posted(
@@ -973,7 +1012,9 @@ class FakeDiscord:
             ephemeral=bool(int(body.get("flags") or 0) & EPHEMERAL),
             kind="followup",
             interaction_id=state.payload["id"],
+            posted_at=self.edit_clock(),
         )
+        posted.written_at = posted.posted_at
         state.followups.append(posted)
         self.posts.append(posted)
         return json_response(200, self._bot_message(posted))
@@ -987,15 +1028,43 @@ class FakeDiscord:
         content = body.get("content") or "" if "content" in body else original.content
         files = call.files or original.files
         problem = self._check_content({"content": content}, files)
+        if problem is None and not original.loading:
+            problem = self._too_soon(original, call)
         if problem is not None:
             return problem
         if original.loading:
             self.posts.append(original)
-        original.loading, original.content, original.files = False, content, files
-        original.edits.append(content)
+        original.loading, original.files = False, files
+        self._edited(original, content)
         if "components" in body:
             original.components = list(body.get("components") or [])
         return json_response(200, self._bot_message(original))
+
+    def _followup_of(self, call: Call) -> Posted | None:
+        _, _, _, token, _, message_id = call.path.split("/")
+        state = self._interaction_by_token(token)
+        if state is None:
+            return None
+        return next((p for p in state.followups if p.id == message_id and not p.deleted), None)
+
+    async def _edit_followup(self, call: Call) -> web.Response:
+        posted = self._followup_of(call)
+        if posted is None:
+            return json_response(404, {"message": "Unknown Message", "code": 10008})
+        body = call.body or {}
+        if "content" in body:
+            problem = self._check_content(body, posted.files) or self._too_soon(posted, call)
+            if problem is not None:
+                return problem
+            self._edited(posted, body.get("content") or "")
+        return json_response(200, self._bot_message(posted))
+
+    async def _delete_followup(self, call: Call) -> web.Response:
+        posted = self._followup_of(call)
+        if posted is None:
+            return json_response(404, {"message": "Unknown Message", "code": 10008})
+        posted.deleted = True
+        return empty_response()
 
     async def _delete_original(self, call: Call) -> web.Response:
         state = self._interaction_by_token(call.path.split("/")[3])
