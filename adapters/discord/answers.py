@@ -42,6 +42,7 @@ from core import messages
 
 if TYPE_CHECKING:
     from adapters.discord.payloads import CommandData
+    from core.outbox.cut import Where
     from core.service import Core
 
 log = logging.getLogger("threadline.discord")
@@ -177,7 +178,12 @@ class Answerer:
             note_every=self.config.progress_every,
             live=not personal,
             typing=lambda: delivery.typing(channel, self.config.typing_every),
-            ledger=Ledger(self.core.events, key),
+            ledger=Ledger(
+                self.core.events,
+                key,
+                cut_notes=self.core.cut_notes,
+                where=_where(origin, channel, key),
+            ),
         )
         try:
             reply = (await writer.run(self.core.stream(request))).reply
@@ -290,6 +296,16 @@ class Answerer:
         except discord.HTTPException as exc:
             log.info("Discord: channel %s is not visible (HTTP %s)", channel_id, exc.status)
             return None
+
+
+def _where(origin: Origin, channel: discord.abc.Messageable, key: str) -> Where:
+    """Where the outbox would post a note into this answer's conversation: the thread (a
+    channel of its own on Discord) or the channel or DM."""
+    from core.outbox.cut import Where
+
+    where = str(getattr(channel, "id", origin.channel_id))
+    thread = where if isinstance(channel, discord.Thread) else None
+    return Where(PLATFORM, origin.tenant, origin.channel if thread else where, thread, key)
 
 
 __all__ = ["Answerer"]

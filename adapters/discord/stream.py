@@ -44,6 +44,7 @@ from core.streaming import Finished, ReplyEvent, Status, TextDelta, ToolFinished
 
 if TYPE_CHECKING:
     from core.events import EventLedger
+    from core.outbox.cut import CutNotes, Where
 
 log = logging.getLogger("threadline.discord")
 
@@ -168,19 +169,39 @@ class InteractionSurface:
         await handle.delete()
 
 
-@dataclass(frozen=True, slots=True)
 class Ledger:
     """The answer's parts as recorded in `core.events`: a part recorded as posted is never
-    posted again (a resumed gateway, a second process)."""
+    posted again (a resumed gateway, a second process). While the answer is visible but
+    unfinished, a note is armed in the outbox in case this process dies (`core.outbox.cut`)."""
 
-    events: EventLedger
-    key: str
+    def __init__(
+        self,
+        events: EventLedger,
+        key: str,
+        *,
+        cut_notes: CutNotes | None = None,
+        where: Where | None = None,
+    ) -> None:
+        self.events = events
+        self.key = key
+        self._notes = cut_notes if where is not None else None
+        self._where = where
+        self._armed = False
 
     async def done(self) -> dict[int, str]:
         return await self.events.posted(PLATFORM, self.key)
 
     async def record(self, part: int, handle: Any) -> None:
         await self.events.record_post(PLATFORM, self.key, part, str(handle.id))
+        if self._notes is not None and self._where is not None and not self._armed:
+            self._armed = True
+            await self._notes.arm(self._where)
+
+    async def disarm(self) -> None:
+        """The answer is finished, or its own note that it was cut went out."""
+        if self._notes is not None and self._where is not None and self._armed:
+            self._armed = False
+            await self._notes.disarm(self._where)
 
 
 @dataclass
@@ -439,8 +460,14 @@ class StreamWriter:
             content = f"{text}\n\n{note}" if text.strip() else note
             if len(content) <= self._limit:
                 await self._surface.edit(last.handle, content)
+                await self._disarm()
                 return
         await self._surface.post(Outgoing(text=note), first=not self._shown)
+        await self._disarm()
+
+    async def _disarm(self) -> None:
+        if self._ledger is not None:
+            await self._ledger.disarm()
 
     # -- the final state -----------------------------------------------------------------------
 
@@ -476,6 +503,7 @@ class StreamWriter:
         for extra in shown[len(parts) :]:
             if extra.lost is None:
                 await self._remove(extra)
+        await self._disarm()
 
     async def _final_edit(self, shown: _Shown, text: str) -> bool:
         if shown.content == text:

@@ -201,6 +201,8 @@ async def test_a_streamed_answer_shows_its_first_words_at_once_and_ends_exactly(
     s.script.text(" exponentially, up to 5 times.")
     wake = await s.time.until_waiting()  # the edit is held back...
     assert wake == 1.0 and message.edits == []
+    # Visible but unfinished: a note waits in the outbox in case this process dies.
+    assert await s.bot.app.outbox.backlog("discord") == 1
     await s.time.advance(1.0)  # ...until a second after the post
     await fake.wait_for(lambda: message.edits)
     assert message.content == "Retries back off exponentially, up to 5 times."
@@ -214,6 +216,7 @@ async def test_a_streamed_answer_shows_its_first_words_at_once_and_ends_exactly(
     assert message.edited_at == [1.0, 2.0]  # the final edit kept the pace too
     assert s.counts.first_text == [0.0] and (s.counts.posts, s.counts.edits) == (1, 2)
     assert s.script.closed == 1
+    assert await s.bot.app.outbox.backlog("discord") == 0  # finished: the note withdrawn
     assert fake.unhandled == []
 
 
@@ -415,6 +418,7 @@ async def test_a_cut_answer_ends_its_visible_message_with_the_note(
     assert cut == 1 and s.script.closed == 1  # the work behind the stream was closed
     assert message.content == f"Once upon a time\n\n{messages.ANSWER_CUT}"
     assert len(fake.messages_in(thread)) == 1
+    assert await s.bot.app.outbox.backlog("discord") == 0  # our own note said it
 
 
 # -- through the real core ---------------------------------------------------------------------
