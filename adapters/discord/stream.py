@@ -274,10 +274,9 @@ class StreamWriter:
         try:
             async for event in events:
                 if isinstance(event, Finished):
+                    await self._last_note()
                     return event
                 self._take(event)
-                if isinstance(event, Status):
-                    await self._note_now()
             raise RuntimeError("the answer's events ended without a Finished event")
         except asyncio.CancelledError:
             await last_word(self._cut)
@@ -315,14 +314,15 @@ class StreamWriter:
             async with self._lock:
                 await self._write_safely()
 
-    async def _note_now(self) -> None:
-        """A command's progress line, while it is all there is to show, is written before the
-        command goes on (as its progress note always was): a command reports few lines, and
-        each is worth seeing even when the answer follows at once."""
-        if not self._live or self._text or self._tools:
+    async def _last_note(self) -> None:
+        """A command's last progress line, not yet shown when its answer is ready, is shown
+        before the answer replaces it (as its progress note always was): a command reports few
+        lines, each worth seeing. Lines of an answer's tool steps are not held up like this:
+        they are written by the flusher, which coalesces a line with the step that follows."""
+        if not self._live or self._text or self._tools or not self._dirty.is_set():
             return
         async with self._lock:
-            if self._pacing.clock() >= self._due():
+            if self._status and self._pacing.clock() >= self._due():
                 await self._write_safely()
 
     async def _write_safely(self) -> None:

@@ -24,7 +24,7 @@ from adapters.pacing import Pacing, StreamCounts
 from bot.app import App
 from core import messages
 from core.request import Reply, Request
-from core.streaming import Finished, ReplyEvent, TextDelta, ToolFinished, ToolStarted
+from core.streaming import Finished, ReplyEvent, Status, TextDelta, ToolFinished, ToolStarted
 from tests.fakes.discord_server import FakeDiscord, Posted
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.test_discord import RunningBot, StartBot, fake_discord, start_bot, texts
@@ -118,6 +118,9 @@ class Script:
         for piece in pieces:
             self.streamed += piece
             self._events.put_nowait(TextDelta(piece))
+
+    def status(self, text: str) -> None:
+        self._events.put_nowait(Status(text))
 
     def tool(self, call_id: str, label: str) -> None:
         self._events.put_nowait(ToolStarted(call_id, label))
@@ -226,7 +229,10 @@ async def test_tool_steps_show_as_a_status_line_that_the_final_text_drops(
     s, fake = streaming, streaming.fake
     thread = await s.ask("where do we retry?")
 
-    s.script.tool("c1", "Searching code for `retry`")  # before any words: the line is the message
+    # The agent reports a step as a progress line, then the step itself: the step's own label
+    # is what shows, before any words as the message itself.
+    s.script.status("Working on it… running `search_code` (step 1)")
+    s.script.tool("c1", "Searching code for `retry`")
     [message] = await fake.wait_for(lambda: fake.messages_in(thread))
     assert message.content == "_Searching code for `retry`…_"
 
@@ -247,6 +253,7 @@ async def test_tool_steps_show_as_a_status_line_that_the_final_text_drops(
     await s.done()
 
     assert texts(fake.messages_in(thread)) == [reply.text]  # no status line left
+    assert not any("Working on it" in c for p in fake.posts for c in [p.content, *p.edits])
     assert "Reading" not in message.content and len(fake.messages_in(thread)) == 1
 
 
