@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 EDIT_EVERY = 1.0  # seconds between two edits of one streamed message
+# Edits to one channel: Discord allows about 5 in 5 s; one fewer leaves room for an edit that
+# arrives later than it was planned (network, a retried request).
+CHANNEL_WRITES, CHANNEL_PER = 4, 5.0
 FIRST_FLUSH = 0.5  # seconds the first words gather more before they are posted (a phrase,
 # not one word; a short answer from a fast model arrives whole, in one post without edits)
 
@@ -33,6 +37,29 @@ class StreamCounts:
     first_text: list[float] = field(default_factory=list)
 
 
+class ChannelBudget:
+    """Edits to one channel, shared by every answer written there: at most `writes` in any
+    `per` seconds. One answer alone stays at its own pace; several answers in one busy channel
+    share the channel's budget (each then edits less often: more words per edit), so together
+    they stay under the platform's limit instead of running into 429s."""
+
+    def __init__(self, writes: int = CHANNEL_WRITES, per: float = CHANNEL_PER) -> None:
+        if writes < 1 or per <= 0:
+            raise ValueError("a channel budget needs at least one write per positive interval")
+        self.writes = writes
+        self.per = per
+        self._slots: dict[str, deque[float]] = {}  # channel -> times of writes reserved
+
+    def reserve(self, channel: str, now: float) -> float:
+        """Reserve the next write to `channel`: returns when it may go out (`now` or later)."""
+        slots = self._slots.setdefault(channel, deque())
+        while slots and slots[0] <= now - self.per:
+            slots.popleft()
+        at = now if len(slots) < self.writes else max(now, slots[-self.writes] + self.per)
+        slots.append(at)
+        return at
+
+
 @dataclass(frozen=True)
 class Pacing:
     edit_every: float = EDIT_EVERY
@@ -40,10 +67,17 @@ class Pacing:
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     counts: StreamCounts | None = None
+    # Shared by the answers of one adapter (None: each answer only keeps its own pace).
+    channel_budget: ChannelBudget | None = field(default_factory=ChannelBudget)
 
     def __post_init__(self) -> None:
         if self.edit_every < 0 or self.first_flush < 0:
             raise ValueError("pacing intervals cannot be negative")
+
+    async def for_channel(self, channel: str | None) -> None:
+        """Wait for a write to `channel` within the channel's budget (none: at once)."""
+        if self.channel_budget is not None and channel is not None:
+            await self.until(self.channel_budget.reserve(channel, self.clock()))
 
     async def until(self, at: float) -> None:
         """Wait until the pacing clock reads `at` (at once if it is past)."""
@@ -52,4 +86,4 @@ class Pacing:
             await self.sleep(delay)
 
 
-__all__ = ["EDIT_EVERY", "FIRST_FLUSH", "Pacing", "StreamCounts"]
+__all__ = ["EDIT_EVERY", "FIRST_FLUSH", "ChannelBudget", "Pacing", "StreamCounts"]

@@ -105,6 +105,7 @@ class Surface(Protocol):
     """Where an answer is written: a channel, thread or DM, or an app command's response."""
 
     notes_apart: bool  # a command's progress note is a message of its own, removed at the end
+    channel: str | None  # whose edit budget edits count against (None: their own limits)
 
     async def post(self, item: Outgoing, *, first: bool) -> Any: ...
     async def edit(self, handle: Any, text: str) -> None: ...
@@ -117,12 +118,13 @@ class ChannelSurface:
     def __init__(
         self, channel: discord.abc.Messageable, *, reference: discord.Message | None = None
     ) -> None:
-        self.channel = channel
+        self.messageable = channel
+        self.channel = str(getattr(channel, "id", "")) or None
         self.reference = reference  # the answer's first message replies to it
 
     async def post(self, item: Outgoing, *, first: bool) -> Any:
         reference = self.reference if first else None
-        return await delivery.send(self.channel, item, reference=reference)
+        return await delivery.send(self.messageable, item, reference=reference)
 
     async def edit(self, handle: Any, text: str) -> None:
         await handle.edit(content=text, allowed_mentions=delivery.NO_PINGS)
@@ -136,6 +138,8 @@ class InteractionSurface:
     are follow-ups with the visibility Discord fixed when the command was deferred."""
 
     notes_apart = False
+    # An interaction's messages are edited through its own webhook, with limits of its own.
+    channel: str | None = None
 
     def __init__(self, interaction: discord.Interaction, *, private: bool) -> None:
         self.interaction = interaction
@@ -224,6 +228,8 @@ class _View:
 
 
 class StreamWriter:
+    """One answer on Discord: `run` shows it while it is written, `finish` makes it final."""
+
     def __init__(
         self,
         surface: Surface,
@@ -311,6 +317,7 @@ class StreamWriter:
         while self._live:
             await self._dirty.wait()
             await self._pacing.until(self._due())
+            await self._pacing.for_channel(self._surface.channel)
             async with self._lock:
                 await self._write_safely()
 
@@ -474,7 +481,15 @@ class StreamWriter:
     async def finish(self, parts: Sequence[Outgoing]) -> None:
         """Make the visible messages exactly `parts` (edits of the streamed messages, new posts
         for the rest), each part recorded as posted. Raises what Discord refused when the
-        answer could not be posted at all."""
+        answer could not be posted at all. Cancelled (shutdown while files upload), the last
+        message says the answer was cut."""
+        try:
+            await self._finish(parts)
+        except asyncio.CancelledError:
+            await last_word(self._cut)
+            raise
+
+    async def _finish(self, parts: Sequence[Outgoing]) -> None:
         await self._stop_flusher()
         await self._typing_stack.aclose()
         if self._failure is not None:
@@ -510,6 +525,7 @@ class StreamWriter:
             return True
         every = self._note_every if shown.note else self._pacing.edit_every
         await self._pacing.until(shown.written_at + every)
+        await self._pacing.for_channel(self._surface.channel)
         try:
             await self._surface.edit(shown.handle, text)
         except (discord.NotFound, discord.Forbidden) as exc:

@@ -22,7 +22,8 @@ What it is careful about, because discord.py 2.7.1 depends on it:
   is answered with the earlier message, and nothing new is posted;
 - edits (of messages, interaction responses and follow-ups) are recorded with the time they
   arrived (`Posted.edited_at`, by `edit_clock`); `limit_edits(interval)` answers an edit that
-  comes sooner than `interval` after the message was last written with a real 429, as a
+  comes sooner than `interval` after the message was last written with a real 429, and
+  `limit_channel_edits(n, per)` one past n edits in a channel within `per` seconds, as a
   busy channel's limit would (`rate_limited` lists them);
 - the gateway session survives a dropped socket: RESUME replays what the client missed (and,
   on request, events it already had: Discord delivers at least once) and then RESUMED;
@@ -192,6 +193,8 @@ class FakeDiscord:
         self._failures: list[_Failure] = []
         self.edit_clock: Callable[[], float] = time.monotonic
         self.edit_interval: float | None = None  # see `limit_edits`
+        self.channel_edit_limit: tuple[int, float] | None = None  # see `limit_channel_edits`
+        self._channel_edits: dict[str, list[float]] = {}  # channel -> when its edits arrived
         self.rate_limited: list[Call] = []  # edits answered 429 by `limit_edits`
         self._held: dict[str, asyncio.Event] = {}  # channel id -> set when posts may proceed
         self._changed = asyncio.Condition()
@@ -560,10 +563,21 @@ class FakeDiscord:
         if clock is not None:
             self.edit_clock = clock
 
+    def limit_channel_edits(self, edits: int, per: float) -> None:
+        """From now on a channel takes at most `edits` edits of its messages in any `per`
+        seconds (by `edit_clock`); one more is answered 429, and recorded."""
+        self.channel_edit_limit = (edits, per)
+
     def _too_soon(self, posted: Posted, call: Call) -> web.Response | None:
         now = self.edit_clock()
         last = posted.written_at
-        if self.edit_interval is None or last is None or now - last >= self.edit_interval:
+        message_ok = self.edit_interval is None or last is None or now - last >= self.edit_interval
+        channel_ok = True
+        if self.channel_edit_limit is not None and posted.kind == "message":
+            edits, per = self.channel_edit_limit
+            recent = [t for t in self._channel_edits.get(posted.channel_id, []) if t > now - per]
+            channel_ok = len(recent) < edits
+        if message_ok and channel_ok:
             return None
         self.rate_limited.append(call)
         return json_response(
@@ -577,6 +591,8 @@ class FakeDiscord:
         posted.edits.append(content)
         posted.edited_at.append(self.edit_clock())
         posted.written_at = posted.edited_at[-1]
+        if posted.kind == "message":
+            self._channel_edits.setdefault(posted.channel_id, []).append(posted.written_at)
 
     def rate_limit_next(self, method: str, path: str, retry_after: float = 0.05) -> None:
         """A real 429 (with `Via`, as Discord's edge sends it): discord.py waits and retries."""

@@ -11,6 +11,7 @@ is checked on what Discord received.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 from collections.abc import AsyncGenerator, Awaitable, Iterator
 from contextlib import contextmanager
@@ -86,52 +87,82 @@ class ManualTime:
         await task
 
 
+class Answer:
+    """One answer core is writing: the test sends its events."""
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        self.streamed = ""
+        self.events: asyncio.Queue[ReplyEvent] = asyncio.Queue()
+
+    def text(self, *pieces: str) -> None:
+        for piece in pieces:
+            self.streamed += piece
+            self.events.put_nowait(TextDelta(piece))
+
+    def status(self, text: str) -> None:
+        self.events.put_nowait(Status(text))
+
+    def tool(self, call_id: str, label: str) -> None:
+        self.events.put_nowait(ToolStarted(call_id, label))
+
+    def tool_done(self, call_id: str, label: str) -> None:
+        self.events.put_nowait(ToolFinished(call_id, label, True))
+
+    def finish(self, reply: Reply | None = None) -> Reply:
+        reply = reply or Reply(self.streamed)
+        self.events.put_nowait(Finished(reply, self.streamed))
+        return reply
+
+
 class Script:
-    """`Core.stream`, written by the test: each event is yielded when the test sends it."""
+    """`Core.stream`, written by the test: each event is yielded when the test sends it. The
+    answer-writing methods act on the latest request's answer."""
 
     def __init__(self) -> None:
-        self.requests: list[Request] = []
+        self.answers: list[Answer] = []
         self.closed = 0  # streams closed (a finished answer, or cancelled work)
-        self.streamed = ""
-        self._events: asyncio.Queue[ReplyEvent] = asyncio.Queue()
-        self._asked = asyncio.Event()
+        self._asked = asyncio.Condition()
 
     def install(self, app: App) -> None:
         app.core.stream = self.stream  # type: ignore[method-assign]  # the test writes core's part
 
     async def stream(self, request: Request) -> AsyncGenerator[ReplyEvent]:
-        self.requests.append(request)
-        self._asked.set()
+        answer = Answer(request)
+        async with self._asked:
+            self.answers.append(answer)
+            self._asked.notify_all()
         try:
             while True:
-                event = await self._events.get()
+                event = await answer.events.get()
                 yield event
                 if isinstance(event, Finished):
                     return
         finally:
             self.closed += 1
 
-    async def asked(self) -> None:
-        await asyncio.wait_for(self._asked.wait(), 10)
+    async def asked(self, count: int = 1) -> None:
+        async with self._asked:
+            await asyncio.wait_for(self._asked.wait_for(lambda: len(self.answers) >= count), 10)
+
+    @property
+    def streamed(self) -> str:
+        return self.answers[-1].streamed
 
     def text(self, *pieces: str) -> None:
-        for piece in pieces:
-            self.streamed += piece
-            self._events.put_nowait(TextDelta(piece))
+        self.answers[-1].text(*pieces)
 
     def status(self, text: str) -> None:
-        self._events.put_nowait(Status(text))
+        self.answers[-1].status(text)
 
     def tool(self, call_id: str, label: str) -> None:
-        self._events.put_nowait(ToolStarted(call_id, label))
+        self.answers[-1].tool(call_id, label)
 
     def tool_done(self, call_id: str, label: str) -> None:
-        self._events.put_nowait(ToolFinished(call_id, label, True))
+        self.answers[-1].tool_done(call_id, label)
 
     def finish(self, reply: Reply | None = None) -> Reply:
-        reply = reply or Reply(self.streamed)
-        self._events.put_nowait(Finished(reply, self.streamed))
-        return reply
+        return self.answers[-1].finish(reply)
 
 
 @dataclass
@@ -308,6 +339,37 @@ async def test_a_long_answer_continues_in_a_new_message_before_2000_characters(
     assert fake.rate_limited == []  # paced under the limit: Discord never said 429
 
 
+async def test_answers_sharing_a_busy_channel_share_its_edit_budget(
+    streaming: Streaming,
+) -> None:
+    s, fake = streaming, streaming.fake
+    fake.limit_channel_edits(5, 5.0)  # past that, Discord answers 429
+    thread = await fake.add_thread("incident")
+    for i in range(3):  # three questions at once in one thread: one channel for Discord
+        await fake.post_message(fake.alice, thread, f"{fake.mention()} question {i}")
+    await s.script.asked(3)
+    answers = s.script.answers
+
+    def shown_everywhere(words: str) -> bool:
+        return sum(words in p.content for p in fake.messages_in(thread)) == len(answers)
+
+    with s.ticking():
+        for sentence in range(6):
+            for n, answer in enumerate(answers):
+                answer.text(f"Answer {n}, sentence {sentence}. ")
+            # Each answer shows its new sentence before the next one is written.
+            await fake.wait_for(functools.partial(shown_everywhere, f"sentence {sentence}."))
+        replies = [a.finish() for a in answers]
+        await s.bot.adapter.idle()
+
+    posted = fake.messages_in(thread)
+    assert sorted(texts(posted)) == sorted(t for r in replies for t in final_parts(r))
+    assert fake.rate_limited == []  # together under the channel's limit
+    stamps = sorted(t for p in posted for t in p.edited_at)
+    assert all(b - a >= 5.0 for a, b in zip(stamps, stamps[5:], strict=False))
+    assert all(len(p.edits) >= 2 for p in posted)  # each was still written as it came
+
+
 # -- app commands ------------------------------------------------------------------------------
 
 
@@ -437,7 +499,7 @@ async def test_the_real_core_streams_the_models_answer_into_the_thread(
     fake = fake_discord
     bot = await start_bot()
     counts = StreamCounts()
-    pacing = Pacing(edit_every=0.0, first_flush=0.0, counts=counts)
+    pacing = Pacing(edit_every=0.0, first_flush=0.0, counts=counts, channel_budget=None)
     bot.adapter.config = replace(bot.adapter.config, pacing=pacing)
     answer = _long_answer()
     fake_llm.reply(answer)
