@@ -7,6 +7,7 @@ import pytest
 
 from adapters.discord.stream import live_parts, open_fence, status_line
 from adapters.discord.translate import render
+from adapters.pacing import ChannelBudget
 from core.request import Reply
 
 
@@ -69,3 +70,12 @@ def test_open_fence_follows_commonmark_fences() -> None:
 def test_status_lines_are_short_italic_and_end_in_an_ellipsis() -> None:
     assert status_line("Searching code for `retry`") == "_Searching code for `retry`…_"
     assert status_line("Reading the thread…") == "_Reading the thread…_"
+
+
+def test_a_channel_budget_spreads_the_edits_of_answers_sharing_a_channel() -> None:
+    budget = ChannelBudget(writes=2, per=5.0)
+    assert [budget.reserve("c1", 0.0) for _ in range(5)] == [0.0, 0.0, 5.0, 5.0, 10.0]
+    assert budget.reserve("c2", 0.0) == 0.0  # another channel has a budget of its own
+    assert budget.reserve("c1", 20.0) == 20.0  # the old writes have left the window
+    with pytest.raises(ValueError):
+        ChannelBudget(writes=0)
