@@ -81,14 +81,21 @@ def live_parts(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
     two parts' worth follows. Settled parts are exactly the parts the finished text is split
     into.
     """
+    return [shown for shown, _ in _live(text, limit)]
+
+
+def _live(text: str, limit: int) -> list[tuple[str, str]]:
+    """`live_parts`, each with the answer's own text in it: without the fence line added to
+    close a code block the text has not closed yet (what is shown is not all written)."""
     parts = split_parts(text, limit)
     last_newline = text.rfind("\n")
-    out: list[str] = []
+    out: list[tuple[str, str]] = []
     start = 0
     for k, part in enumerate(parts):
         shown = part.text.strip("\n")  # as `render` strips each part
         if shown.strip():
-            out.append(shown)
+            last = k == len(parts) - 1
+            out.append((shown, (part.head + part.original).strip("\n") if last else shown))
         settled = last_newline >= start + limit or len(text) >= start + 3 * limit
         if k == len(parts) - 1 or not settled:
             break
@@ -359,17 +366,13 @@ class StreamWriter:
             line = self._status
         if not text:
             return [_View(line, note=not self._tools)] if line else []
-        parts = live_parts(text, self._limit)
-        views = [_View(p, p) for p in parts[:-1]]
-        last = parts[-1] if parts else ""
-        fence = open_fence(last)
-        closed = f"{last}\n{fence[1]}" if fence else last  # an open block, closed for display
-        if len(closed) > self._limit:
-            closed = last
-        content = closed
-        if line and len(closed) + 2 + len(line) <= self._limit:
-            content = f"{closed}\n\n{line}"
-        views.append(_View(content, last))
+        parts = _live(text, self._limit)
+        views = [_View(shown, answer) for shown, answer in parts[:-1]]
+        last, answer = parts[-1] if parts else ("", "")
+        content = last  # a code block still open is closed for display (by `split_parts`)
+        if line and len(last) + 2 + len(line) <= self._limit:
+            content = f"{last}\n\n{line}"
+        views.append(_View(content, answer))
         return views
 
     async def _write(self) -> None:

@@ -456,6 +456,26 @@ async def test_edits_refused_leave_what_is_shown_and_post_only_the_rest(
     assert message.edits == []
 
 
+async def test_the_rest_after_a_refused_edit_reopens_the_code_block_it_was_cut_in(
+    streaming: Streaming,
+) -> None:
+    s, fake = streaming, streaming.fake
+    thread = await s.ask("show me")
+    s.script.text("Like this:\n\n```python\nx = 1\n")
+    [message] = await fake.wait_for(lambda: fake.messages_in(thread))
+    assert message.content == "Like this:\n\n```python\nx = 1\n```"  # closed for display
+    fake.fail_next("PATCH", rf"/channels/{thread}/messages/\d+", 403, code=50001)
+
+    s.script.text("y = 2\n```\n\nDone.")
+    s.script.finish()
+    await s.done()
+
+    assert texts(fake.messages_in(thread)) == [
+        "Like this:\n\n```python\nx = 1\n```",
+        "```python\ny = 2\n```\n\nDone.",
+    ]
+
+
 async def test_an_edit_rate_limited_by_discord_is_retried_and_the_answer_ends_exactly(
     streaming: Streaming,
 ) -> None:
