@@ -176,7 +176,7 @@ class Answerer:
             ChannelSurface(channel, reference=reply_to),
             pacing=self.config.pacing,
             note_every=self.config.progress_every,
-            live=not personal,
+            live=self.config.stream and not personal,
             typing=lambda: delivery.typing(channel, self.config.typing_every),
             ledger=Ledger(
                 self.core.events,
@@ -251,6 +251,7 @@ class Answerer:
                 InteractionSurface(interaction, private=privately),
                 pacing=self.config.pacing,
                 note_every=self.config.progress_every,
+                live=self.config.stream,
             )
             reply = (await writer.run(self.core.stream(request))).reply
             limit = min(self.upload_limit(interaction.guild), interaction.filesize_limit)

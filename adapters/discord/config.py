@@ -30,7 +30,9 @@ class DiscordConfig:
     connect_timeout: float = 60.0  # the first READY must arrive within this
     typing_every: float = 8.0
     progress_every: float = 1.0  # at most one progress-note edit per interval
-    # Streamed answers: at most one edit a second, the first words at once (see adapters/pacing).
+    # Answers shown while they are written (False: posted when finished, as before), paced
+    # as adapters/pacing says: at most one edit a second, the first words within half a second.
+    stream: bool = True
     pacing: Pacing = field(default_factory=Pacing)
     shutdown_grace: float = 30.0  # seconds in-flight answers may take to finish on stop
 

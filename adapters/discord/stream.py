@@ -248,12 +248,14 @@ class StreamWriter:
         ledger: Ledger | None = None,
         limit: int = MESSAGE_LIMIT,
     ) -> None:
-        """`live=False` shows nothing until `finish` (a personal answer that will go by DM);
-        `typing` is shown until the first words are visible."""
+        """`live=False` shows no words until `finish` (a personal answer that will go by DM,
+        or streaming turned off), only a command's progress note; `typing` is shown until the
+        first words are visible."""
         self._surface = surface
         self._pacing = pacing
         self._note_every = note_every
-        self._live = live
+        self._words = live  # the answer's words and tool steps are shown as they come
+        self._live = True  # updates go on (until one is refused: then `finish` does it all)
         self._typing = typing
         self._ledger = ledger
         self._limit = limit
@@ -282,8 +284,7 @@ class StreamWriter:
         it leaves the visible message ending with a note that the answer was cut."""
         if self._typing is not None:
             await self._typing_stack.enter_async_context(self._typing())
-        if self._live:
-            self._flusher = asyncio.create_task(self._flush_loop())
+        self._flusher = asyncio.create_task(self._flush_loop())
         try:
             async for event in events:
                 if isinstance(event, Finished):
@@ -302,6 +303,8 @@ class StreamWriter:
                 await close()  # closing the stream cancels the work behind it
 
     def _take(self, event: ReplyEvent) -> None:
+        if not self._words and not isinstance(event, Status):
+            return  # kept for `finish`: the reply carries all of it
         if isinstance(event, TextDelta):
             if not event.text:
                 return

@@ -510,6 +510,22 @@ async def test_a_cut_answer_ends_its_visible_message_with_the_note(
     assert await s.bot.app.outbox.backlog("discord") == 0  # our own note said it
 
 
+async def test_with_streaming_off_the_answer_is_posted_once_when_finished(
+    streaming: Streaming,
+) -> None:
+    s, fake = streaming, streaming.fake
+    s.bot.adapter.config = replace(s.bot.adapter.config, stream=False)
+    thread = await s.ask("quietly")
+    s.script.tool("c1", "Searching code for `retry`")
+    s.script.text("All ", "at ", "once.")
+    reply = s.script.finish()
+    await s.done()
+
+    [message] = fake.messages_in(thread)
+    assert message.content == reply.text and message.edits == []
+    assert len(fake.posts) == 1
+
+
 # -- through the real core ---------------------------------------------------------------------
 
 
