@@ -1,12 +1,13 @@
 """Answering on Discord: a message, a 🔊 reaction or a `/threadline` command becomes a
-`core.Request`, core answers, and the answer is posted where it was asked (`delivery`).
+`core.Request`, core answers, and the answer is written where it was asked as core streams it
+(`stream`: one message edited as the words come, continued past 2,000 characters).
 
 - a mention in a channel opens a thread on that message (named from the question) and the
   answer goes inside; mentioned inside a thread, it answers there; in a thread it opened, the
   conversation continues without a mention until the thread is archived; DMs work too;
-- `/threadline <command>` is deferred at once (Discord allows 3 s) and answered with a
-  follow-up, privately for personal results;
-- "typing…" while the agent works; a thread it opened is never left empty (a failure to post
+- `/threadline <command>` is deferred at once (Discord allows 3 s) and answered in the
+  deferred response (and follow-ups), privately for personal results;
+- "typing…" until the first words; a thread it opened is never left empty (a failure to post
   the answer is reported inside it).
 
 Exactly once: every message and interaction is claimed in `core.events` before any work, so a
