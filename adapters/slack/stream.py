@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.messages.chunk import Chunk, MarkdownTextChunk, TaskUpdateChunk
 
+from adapters.background import last_word
 from adapters.slack.delivery import METADATA_EVENT, TRANSIENT_ERRORS
 from adapters.slack.mrkdwn import to_mrkdwn
 from adapters.text import split_parts
@@ -505,7 +506,10 @@ class AnswerStream:
             self._closed = True
             if not (self._pages or self._pending or self._tasks):
                 # Nothing was streamed: the caller posts the reply as before (ephemeral
-                # replies, files and the exactly-once delivery all live there).
+                # replies, files and the exactly-once delivery all live there). A personal
+                # reply does not clear the status as a message in the thread does.
+                if final.reply.ephemeral:
+                    await self._set_status("")
                 return Written(final, shown=False)
             self._pending += final.remainder
             self._active.clear()
@@ -540,8 +544,6 @@ class AnswerStream:
                 )
                 self.cut_noted = True
 
-        from adapters.background import last_word
-
         await last_word(note)
 
     async def _set_status(self, status: str, loading: Sequence[str] = ()) -> None:
@@ -558,6 +560,8 @@ class AnswerStream:
                 loading_messages=list(loading) or None,
             )
         except SlackApiError as exc:
+            if _transient(exc):
+                return
             log.info("assistant.threads.setStatus refused in %s (%s)", t.tenant, error_code(exc))
             self._workspaces.no_status.add(t.tenant)
             self._assistant_status = False

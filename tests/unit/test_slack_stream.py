@@ -253,6 +253,14 @@ async def test_a_reply_with_nothing_streamed_is_left_to_the_caller(h: Harness) -
     assert not written.shown and written.final.reply.text == "Your budget today: ..."
     assert h.fake.calls() == []
 
+    script = Script()
+    task = start(h.writer(), script)
+    script.finish("Only for you.", ephemeral=True)
+    await h.done(task)
+    # A personal reply does not clear the status the way a message in the thread does.
+    statuses = [c.args["status"] for c in h.fake.calls("assistant.threads.setStatus")]
+    assert statuses == [THINKING, ""]
+
 
 # -- fallbacks -----------------------------------------------------------------------------------
 
