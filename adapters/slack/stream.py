@@ -254,7 +254,7 @@ class _Page:
         self._edited = ""  # the next edit goes out even if the text did not change
 
     async def _edit(self, status: str) -> None:
-        body = self.text + (f"\n\n_{status}_" if status else "")
+        body = "\n\n".join(part for part in (self.text, f"_{status}_" if status else "") if part)
         if not body.strip() or body == self._edited:
             return
         t = self._target

@@ -456,3 +456,19 @@ def test_fit_keeps_each_message_in_its_limit_and_loses_nothing(
 
 def _no_fences(text: str) -> str:
     return text.replace("```py\n", "").replace("```\n", "").replace("\n```", "")
+
+
+async def test_an_edited_message_shows_the_running_step_until_the_text_replaces_it(
+    h: Harness,
+) -> None:
+    script = Script()
+    task = start(h.writer(assistant_status=False, native=False), script)
+    script.put(ToolStarted("call_1", "Searching code for `retry`"))
+    await h.calls("chat.postMessage", 1)
+    assert h.fake.shown("C1") == ["_Searching code for `retry`…_"]
+    script.put(ToolFinished("call_1", "Searching code for `retry`", ok=True))
+    script.say("Retries live in `api/retry.py`.")
+    script.finish()
+    await h.done(task)
+    assert h.fake.shown("C1") == ["Retries live in `api/retry.py`."]  # the step line is gone
+    assert h.fake.calls("chat.startStream") == []
