@@ -384,8 +384,15 @@ async def test_an_app_command_streams_through_its_deferred_response_and_follow_u
     original = await fake.wait_for(lambda: state.visible)
     assert [p.content for p in original] == ["Here is how"]  # the deferred response, edited
     answer = _long_answer()
+    rest = answer[len("Here is how") :]
+    with s.ticking():  # past 2,000 characters: the answer continues in a follow-up
+        s.script.text(rest[:2_400])
+        await fake.wait_for(lambda: state.followups)
+    s.script.text(rest[2_400:2_500])
+    await s.time.next()
+    await fake.wait_for(lambda: any(p.edits for p in state.followups))  # written as it comes
     with s.ticking():
-        s.script.text(answer[len("Here is how") :])
+        s.script.text(rest[2_500:])
         reply = s.script.finish()
         await s.bot.adapter.idle()
 
@@ -393,6 +400,7 @@ async def test_an_app_command_streams_through_its_deferred_response_and_follow_u
     assert [p.kind for p in state.visible] == ["original"] + ["followup"] * (len(state.visible) - 1)
     assert not any(p.ephemeral for p in state.visible)
     assert state.original is not None and state.original.edits[0] == "Here is how"
+    assert fake.unhandled == []
 
 
 async def test_a_personal_answer_streams_privately(streaming: Streaming) -> None:
