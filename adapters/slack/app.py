@@ -34,7 +34,14 @@ from adapters.slack.logs import BOLT_LOGGER, quiet_logger
 from adapters.slack.mrkdwn import to_mrkdwn
 from adapters.slack.outbox import OutboxDelivery
 from adapters.slack.progress import ProgressLine
-from adapters.slack.stream import AnswerStream, Pacing, Record, StreamTarget, Workspaces
+from adapters.slack.stream import (
+    AnswerStream,
+    ChannelBudget,
+    Pacing,
+    Record,
+    StreamTarget,
+    Workspaces,
+)
 from adapters.slack.translate import (
     PLATFORM,
     asks_to_read_aloud,
@@ -87,6 +94,8 @@ class SlackConfig:
     assistant_status: bool = True  # "is thinking…" until the first words (SLACK_ASSISTANT_STATUS)
     stream_interval: float = 0.25  # at most one stream call per interval after the first words
     edit_interval: float = 1.0  # at most one edit of a fallback message per interval
+    # Stream calls and edits into one channel, all answers there together, per second (0: off).
+    channel_calls_per_second: float = 10.0
 
     def check(self, mode: Mode) -> None:
         """Fail fast with a message naming the variable (bolt would accept the request and
@@ -137,6 +146,7 @@ class SlackAdapter:
         self._work = BackgroundWork("Slack")
         # What each workspace refused (streaming, edits, the assistant status), learnt once.
         self.workspaces = Workspaces()
+        self._budget = ChannelBudget(config.channel_calls_per_second or None)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -421,6 +431,7 @@ class SlackAdapter:
             pacing=Pacing(
                 interval=self.config.stream_interval, edit_interval=self.config.edit_interval
             ),
+            budget=self._budget,
             status_line=progress.update,
         )
 

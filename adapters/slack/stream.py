@@ -101,6 +101,27 @@ class Workspaces:
         return "edit" if tenant not in self.no_edits else "post"
 
 
+class ChannelBudget:
+    """Slack calls into one channel, shared by every answer being written there: at most
+    `rate` a second all together, handed out as time slots. Each answer paces itself too; the
+    budget keeps many answers at once in one busy channel under Slack's rate limits, at the
+    cost of spacing their updates further apart (None: no shared limit)."""
+
+    def __init__(self, rate: float | None = 10.0) -> None:
+        self.rate = rate
+        self._next: dict[tuple[str, str], float] = {}
+
+    def slot(self, channel: tuple[str, str], at: float) -> float:
+        """The time, not before `at`, at which one more call into `channel` may go out."""
+        if not self.rate:
+            return at
+        if len(self._next) > 10_000:  # forget channels whose calls are long past
+            self._next = {k: t for k, t in self._next.items() if t > at}
+        slot = max(at, self._next.get(channel, at))
+        self._next[channel] = slot + 1.0 / self.rate
+        return slot
+
+
 @dataclass(frozen=True, slots=True)
 class StreamTarget:
     tenant: str
@@ -313,10 +334,13 @@ class AnswerStream:
         native: bool = True,
         assistant_status: bool = True,
         pacing: Pacing = Pacing(),
+        budget: ChannelBudget | None = None,
         status_line: StatusLine | None = None,
     ) -> None:
         self._client, self._target, self._workspaces = client, target, workspaces
         self._record, self._pacing = record, pacing
+        self._budget = budget or ChannelBudget(None)
+        self._channel = (target.tenant, target.channel)
         self._mode = workspaces.mode(target.tenant, native=native)
         self._assistant_status = assistant_status and target.tenant not in workspaces.no_status
         self._status_line = status_line  # `Status` lines where nothing else can show them
@@ -393,10 +417,10 @@ class AnswerStream:
             self._flusher = asyncio.create_task(self._flush_later())
 
     async def _flush_later(self) -> None:
-        if self._last_call is not None:  # the first words go out at once
-            wait = self._last_call + self._interval() - self._pacing.clock()
-            if wait > 0:
-                await self._pacing.sleep(wait)
+        now = self._pacing.clock()
+        # The first words go out at once (if the channel's budget allows), later ones paced.
+        at = now if self._last_call is None else self._last_call + self._interval()
+        await self._until(self._budget.slot(self._channel, at))
         async with self._lock:
             if self._closed:
                 return
@@ -404,9 +428,14 @@ class AnswerStream:
         if (self._pending or self._tasks) and not self._closed:
             self._flusher = asyncio.create_task(self._flush_later())
 
+    async def _until(self, at: float) -> None:
+        wait = at - self._pacing.clock()
+        if wait > 0:
+            await self._pacing.sleep(wait)
+
     async def _stop_flusher(self) -> None:
-        flusher = self._flusher
-        if flusher is not None and not flusher.done():
+        # A flusher that lands its call may start the next one: stop that one too.
+        while (flusher := self._flusher) is not None and not flusher.done():
             if self._lock.locked():
                 await asyncio.wait([flusher])  # a call is in flight: let it land
             else:
@@ -495,22 +524,23 @@ class AnswerStream:
     async def _finish(self, final: Finished) -> Written:
         """Write the pending text and the reply's remainder and close the pages."""
         await self._stop_flusher()
+        if not (self._pages or self._pending or self._tasks):
+            # Nothing was streamed: the caller posts the reply as before (ephemeral replies,
+            # files and the exactly-once delivery all live there). A personal reply does not
+            # clear the status as a message in the thread does.
+            self._closed = True
+            if final.reply.ephemeral:
+                await self._set_status("")
+            return Written(final, shown=False)
+        at = self._pacing.clock()
         page = self._pages[-1] if self._pages else None
         if page is not None and page.mode == "edit" and self._last_call is not None:
-            # Edits keep their pace to the last one (Slack rate-limits chat.update per
-            # channel); a stream's stop goes out at once, so the answer ends when the model does.
-            wait = self._last_call + self._pacing.edit_interval - self._pacing.clock()
-            if wait > 0:
-                await self._pacing.sleep(wait)
+            # Edits keep their pace to the last one (Slack rate-limits chat.update); a
+            # stream's stop goes out at once, so the answer ends when the model does.
+            at = max(at, self._last_call + self._pacing.edit_interval)
+        await self._until(self._budget.slot(self._channel, at))
         async with self._lock:
             self._closed = True
-            if not (self._pages or self._pending or self._tasks):
-                # Nothing was streamed: the caller posts the reply as before (ephemeral
-                # replies, files and the exactly-once delivery all live there). A personal
-                # reply does not clear the status as a message in the thread does.
-                if final.reply.ephemeral:
-                    await self._set_status("")
-                return Written(final, shown=False)
             self._pending += final.remainder
             self._active.clear()
             await self._flush(final=True)

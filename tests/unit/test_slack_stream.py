@@ -16,6 +16,7 @@ from adapters.slack.stream import (
     LOADING_MESSAGES,
     THINKING,
     AnswerStream,
+    ChannelBudget,
     Pacing,
     StreamTarget,
     Workspaces,
@@ -472,3 +473,31 @@ async def test_an_edited_message_shows_the_running_step_until_the_text_replaces_
     await h.done(task)
     assert h.fake.shown("C1") == ["Retries live in `api/retry.py`."]  # the step line is gone
     assert h.fake.calls("chat.startStream") == []
+
+
+def test_a_channel_budget_hands_out_slots_shared_by_all_answers_there() -> None:
+    budget = ChannelBudget(rate=4)
+    assert [budget.slot(("T1", "C1"), 0.0) for _ in range(3)] == [0.0, 0.25, 0.5]
+    assert budget.slot(("T1", "C2"), 0.0) == 0.0  # another channel has its own
+    assert budget.slot(("T1", "C1"), 2.0) == 2.0  # a quiet channel: at once
+    assert ChannelBudget(None).slot(("T1", "C1"), 1.0) == 1.0
+
+
+async def test_answers_in_one_channel_share_its_budget(h: Harness) -> None:
+    budget = ChannelBudget(rate=4)
+    first, second = Script(), Script()
+    tasks = [
+        start(h.writer(assistant_status=False, budget=budget), script) for script in (first, second)
+    ]
+    first.say("First answer.")
+    await h.calls("chat.startStream", 1)
+    second.say("Second answer.")
+    await h.settle()
+    assert h.count("chat.startStream") == 1  # its slot is 250 ms later
+    h.time.advance(0.25)
+    await h.calls("chat.startStream", 2)
+    first.finish()
+    second.finish()
+    for task in tasks:
+        await h.done(task)
+    assert sorted(h.fake.shown("C1")) == ["First answer.", "Second answer."]
