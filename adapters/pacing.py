@@ -22,6 +22,7 @@ EDIT_EVERY = 1.0  # seconds between two edits of one streamed message
 # Edits to one channel: Discord allows about 5 in 5 s; one fewer leaves room for an edit that
 # arrives later than it was planned (network, a retried request).
 CHANNEL_WRITES, CHANNEL_PER = 4, 5.0
+PRUNE_AT = 1_024  # channels remembered before the quiet ones are forgotten
 FIRST_FLUSH = 0.5  # seconds the first words gather more before they are posted (a phrase,
 # not one word; a short answer from a fast model arrives whole, in one post without edits)
 
@@ -52,6 +53,12 @@ class ChannelBudget:
 
     def reserve(self, channel: str, now: float) -> float:
         """Reserve the next write to `channel`: returns when it may go out (`now` or later)."""
+        if len(self._slots) > PRUNE_AT:  # forget channels (threads) quiet for a window
+            quiet = [
+                c for c, times in self._slots.items() if not times or times[-1] <= now - self.per
+            ]
+            for key in quiet:
+                del self._slots[key]
         slots = self._slots.setdefault(channel, deque())
         while slots and slots[0] <= now - self.per:
             slots.popleft()

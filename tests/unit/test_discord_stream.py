@@ -7,7 +7,7 @@ import pytest
 
 from adapters.discord.stream import live_parts, open_fence, status_line
 from adapters.discord.translate import render
-from adapters.pacing import ChannelBudget
+from adapters.pacing import PRUNE_AT, ChannelBudget
 from core.request import Reply
 
 
@@ -79,3 +79,12 @@ def test_a_channel_budget_spreads_the_edits_of_answers_sharing_a_channel() -> No
     assert budget.reserve("c1", 20.0) == 20.0  # the old writes have left the window
     with pytest.raises(ValueError):
         ChannelBudget(writes=0)
+
+
+def test_a_channel_budget_forgets_quiet_channels() -> None:
+    budget = ChannelBudget(writes=1, per=1.0)
+    for i in range(PRUNE_AT + 1):
+        budget.reserve(f"thread-{i}", 0.0)
+    assert budget.reserve("busy", 10.0) == 10.0
+    assert budget.reserve("busy", 10.0) == 11.0  # still counted after the others went
+    assert len(budget._slots) == 1
