@@ -160,6 +160,8 @@ def error_code(exc: Exception) -> str:
 
 
 def _transient(exc: Exception) -> bool:
+    if not isinstance(exc, SlackApiError):
+        return True  # the connection, not Slack's answer
     response = getattr(exc, "response", None)
     status = getattr(response, "status_code", 0) or 0
     return error_code(exc) in TRANSIENT_ERRORS or status >= 500
@@ -244,13 +246,13 @@ class _Page:
                 task_display_mode="timeline",
             )
         stream, started = self._stream, self._stream.ts is not None
-        failed: SlackApiError | None = None
+        failed: Exception | None = None
         try:
             if stop:  # (a stream never started is started and stopped by the helper)
                 await stream.stop(chunks=chunks, metadata=self.metadata)
             else:
                 await stream.append(chunks=chunks)  # chunks given: sent now, not buffered
-        except SlackApiError as exc:
+        except Exception as exc:  # refused, expired, or the connection broke: see below
             failed = exc
         if not started and stream.ts is not None:
             self.ts = str(stream.ts)
@@ -265,7 +267,7 @@ class _Page:
             self._broke("chat.stopStream" if stop else "chat.appendStream", failed)
             await self._edit("")
 
-    def _broke(self, method: str, exc: SlackApiError) -> None:
+    def _broke(self, method: str, exc: Exception) -> None:
         # Expired (`message_not_in_streaming_state`) or failed midway: the message exists, so
         # it is completed by editing it to the full text, never by posting the text again.
         log.info(
@@ -299,7 +301,7 @@ class _Page:
                     text=notification_text(body),
                     blocks=markdown_blocks(body),
                 )
-        except SlackApiError as exc:
+        except Exception as exc:  # Slack's refusal, or a connection that broke
             code = error_code(exc)
             if self.ts is None:
                 raise _Refused(code) from None

@@ -29,9 +29,17 @@ log = logging.getLogger("threadline.slack")
 
 DEFAULT_API_URL = "https://slack.com/api/"
 
-# Calls that create something: repeating one after a lost response may create it twice.
+# Calls that create or add something: repeating one after a lost response may create it
+# twice (a stream's start, or its words appended twice).
 NOT_REPEATABLE = frozenset(
-    {"chat.postMessage", "chat.postEphemeral", "files.completeUploadExternal"}
+    {
+        "chat.postMessage",
+        "chat.postEphemeral",
+        "files.completeUploadExternal",
+        "chat.startStream",
+        "chat.appendStream",
+        "chat.stopStream",
+    }
 )
 
 

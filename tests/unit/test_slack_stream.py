@@ -501,3 +501,24 @@ async def test_answers_in_one_channel_share_its_budget(h: Harness) -> None:
     for task in tasks:
         await h.done(task)
     assert sorted(h.fake.shown("C1")) == ["First answer.", "Second answer."]
+
+
+async def test_a_lost_append_is_not_repeated_the_message_is_edited_to_the_text(
+    h: Harness,
+) -> None:
+    """The connection breaks after Slack appended: re-sending would show the words twice."""
+    h.fake.drop_next("chat.appendStream")
+    script = Script()
+    task = start(h.writer(assistant_status=False), script)
+    script.say("One. ")
+    await h.calls("chat.startStream", 1)
+    script.say("Two. ")
+    await h.settle()
+    h.time.advance(0.25)
+    await h.calls("chat.update", 1)
+    script.say("Three.")
+    script.finish()
+    written = await h.done(task)
+    assert written.shown and written.rest == ""
+    assert len(h.fake.calls("chat.appendStream")) == 1  # not retried
+    assert h.fake.shown("C1") == ["One. Two. Three."]
