@@ -20,9 +20,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from core.session import ToolSession
+
+if TYPE_CHECKING:
+    from core.llm.chat import Message
 
 # The rules come in sections so that a small context window can carry only those its request
 # needs (`lean_rules`); on larger windows all of them go, identical on every
@@ -100,7 +103,7 @@ class PromptBuilder:
         skills_now: str | None = None,
         resources: str | None = None,
         rules: str = SYSTEM_RULES,
-    ) -> list[dict[str, Any]]:
+    ) -> list[Message]:
         """What goes before the thread: the stable prefix, the channel's skills text (`skills`)
         and this request's context (system messages; `skills_now`: a ranked index, skills
         given again), then the recalled memory and the repo map, if any, each as data in a
@@ -112,7 +115,7 @@ class PromptBuilder:
         )
         if skills_now:
             context += "\n\n" + skills_now
-        messages = [{"role": "system", "content": self.stable_prefix(rules)}]
+        messages: list[Message] = [{"role": "system", "content": self.stable_prefix(rules)}]
         if skills:
             messages.append({"role": "system", "content": skills})
         messages.append({"role": "system", "content": context})

@@ -26,15 +26,16 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from core.code.graph.focus import looks_like_code_question
 from core.memory.compaction import CompactionConfig, shortened, without_result
 from core.memory.history import is_summary, summary_messages
 from core.memory.tokens import TokenCounter
 
-Message = dict[str, Any]
-Schema = dict[str, Any]
+if TYPE_CHECKING:
+    from core.llm.chat import Message, ToolSchema
+
 ToolGroup = Literal["code", "memory", "skills", "voice", "mcp", "general"]
 OptionalPart = Literal["memory", "code_map", "skills", "resources"]
 
@@ -120,7 +121,7 @@ class Needs:
         return bool(_AUDIT_WORDS.search(self.text))
 
 
-def compact_schema(schema: Schema) -> Schema:
+def compact_schema(schema: ToolSchema) -> ToolSchema:
     """A tool's schema at a fraction of its size: the description's first sentence and the
     parameters without their descriptions and titles (names, types, enums and bounds stay)."""
     fn = schema["function"]
@@ -158,12 +159,12 @@ def _bare(node: Any) -> Any:
 class OfferedTool:
     name: str
     group: ToolGroup
-    schema: Schema
+    schema: ToolSchema
 
 
 @dataclass(frozen=True, slots=True)
 class ToolChoice:
-    schemas: list[Schema]
+    schemas: list[ToolSchema]
     names: frozenset[str]
     groups: frozenset[ToolGroup]
     left_out: tuple[str, ...] = ()  # offered by the registry, not in this request (logged)
@@ -190,7 +191,7 @@ class PromptBudget:
         if not offered or self._schema_tokens(everything) <= cap:
             return ToolChoice(everything, frozenset(t.name for t in offered), _groups(offered))
         chosen: list[OfferedTool] = []
-        schemas: list[Schema] = []
+        schemas: list[ToolSchema] = []
         left_out: list[str] = []
         for t in offered:
             if not needs.wants(t.group, t.name):
@@ -210,7 +211,7 @@ class PromptBudget:
             left_out=tuple(left_out),
         )
 
-    def _schema_tokens(self, schemas: Sequence[Schema]) -> int:
+    def _schema_tokens(self, schemas: Sequence[ToolSchema]) -> int:
         return int(len(json.dumps(list(schemas))) / self.counter.chars_per_token) if schemas else 0
 
     # -- the conversation's place -----------------------------------------------------------

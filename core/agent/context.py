@@ -13,9 +13,10 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from core.agent.turn import Message, Turn
+from core.agent.turn import Turn
+from core.llm.chat import text_of
 from core.memory.compaction import CompactionConfig
 from core.memory.history import ThreadHistory
 from core.memory.tokens import TokenCounter
@@ -32,6 +33,9 @@ from core.session import ToolSession
 from core.skills.service import LOAD_TOOL, Skills, load_text
 from core.tools.dispatcher import cap
 from core.tools.registry import Tool, ToolRegistry
+
+if TYPE_CHECKING:
+    from core.llm.chat import Message
 
 log = logging.getLogger(__name__)
 
@@ -315,9 +319,9 @@ def _offered(t: Tool) -> OfferedTool:
 def _recent_questions(history: ThreadHistory) -> list[str]:
     """The thread's last user messages, whose files and symbols seed the repo map."""
     return [
-        m["content"]
+        text_of(m)
         for m in history.messages
-        if m.get("role") == "user" and isinstance(m.get("content"), str)
+        if m["role"] == "user" and isinstance(m.get("content"), str)
     ][-RECENT_TURNS:]
 
 

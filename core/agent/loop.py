@@ -14,12 +14,13 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
 from core import messages
 from core.agent.activity import describe
 from core.agent.context import CodeMap, Parts, PromptContext, Recall
-from core.agent.turn import Message, Turn
+from core.agent.turn import Turn
+from core.llm.chat import calls_of, tool_result
 from core.llm.client import ChatModel, Completion, LLMError, TextSink
 from core.llm.metered import MeteredModel
 from core.llm.toolcalls import assistant_message
@@ -38,6 +39,9 @@ from core.store.engine import Database
 from core.streaming import ReplyEvent, ReplySink, TextDelta, ToolFinished, ToolStarted
 from core.tools.context import ToolContext
 from core.tools.dispatcher import Dispatcher, cap
+
+if TYPE_CHECKING:
+    from core.llm.chat import Message, ToolSchema
 
 log = logging.getLogger(__name__)
 
@@ -241,7 +245,7 @@ class Agent:
         prefix: Sequence[Message],
         history: ThreadHistory,
         turn: Turn,
-        tools: list[dict[str, Any]] | None,
+        tools: list[ToolSchema] | None,
         results_chars: int,
     ) -> tuple[ThreadHistory, list[Message]]:
         """Compact the thread if the next prompt would be over the threshold. Returns the
@@ -288,7 +292,7 @@ class Agent:
         self,
         session: ToolSession,
         prompt: list[Message],
-        tools: list[dict[str, Any]] | None,
+        tools: list[ToolSchema] | None,
         turn: Turn,
         max_output: int | None = None,
         *,
@@ -343,10 +347,10 @@ def _close_open_calls(turn: list[Message], note: str) -> None:
     request stopped in the middle of running them), so the stored thread stays valid."""
     for i in range(len(turn) - 1, -1, -1):
         if turn[i]["role"] == "assistant":
-            answered = {m.get("tool_call_id") for m in turn[i + 1 :] if m["role"] == "tool"}
-            for call in turn[i].get("tool_calls") or []:
+            answered = {m["tool_call_id"] for m in turn[i + 1 :] if m["role"] == "tool"}
+            for call in calls_of(turn[i]):
                 if call["id"] not in answered:
-                    turn.append({"role": "tool", "tool_call_id": call["id"], "content": note})
+                    turn.append(tool_result(call["id"], note))
             return
 
 

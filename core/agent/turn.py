@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from core.prompt_budget import Needs
 from core.request import ToolCallRecord, Usage
 from core.skills.service import SkillPrompt
 
-Message = dict[str, Any]
+if TYPE_CHECKING:
+    from core.llm.chat import Message
 
 
 @dataclass

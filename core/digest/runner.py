@@ -19,7 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from core.code.repos import RepoStore
 from core.digest import messages
@@ -37,6 +37,9 @@ from core.request import Attachment, Request
 from core.session import ToolSession, open_session
 from core.store.engine import Database
 from core.store.models import DigestSubscription
+
+if TYPE_CHECKING:
+    from core.llm.chat import Message
 
 log = logging.getLogger(__name__)
 
@@ -344,7 +347,7 @@ class DigestRunner:
             notes.append("No language model is configured, so this is the plain list.")
             return structured, notes
         material = content.material[:MAX_MATERIAL_CHARS]
-        prompt = [
+        prompt: list[Message] = [
             {"role": "system", "content": SUMMARY_PROMPT},
             {"role": "user", "content": f"{title} material:\n\n{material}"},
         ]

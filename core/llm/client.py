@@ -26,6 +26,8 @@ from core.tools.dispatcher import ProposedCall
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
+    from core.llm.chat import AssistantMessage, Message, ToolSchema
+
 log = logging.getLogger(__name__)
 
 # Receives the answer's text as the model writes it (streamed calls), or whole (others).
@@ -40,13 +42,17 @@ class LLMError(ThreadlineError):
         self.kind: LLMErrorKind = kind
 
 
+def _no_message() -> AssistantMessage:
+    return {"role": "assistant", "content": ""}
+
+
 @dataclass(frozen=True, slots=True)
 class Completion:
     text: str
     tool_calls: tuple[ProposedCall, ...] = ()
     usage: Usage | None = None  # None when the provider did not report it
     finish_reason: str | None = None
-    assistant_message: dict[str, Any] = field(default_factory=dict)
+    assistant_message: AssistantMessage = field(default_factory=lambda: _no_message())
 
 
 class ChatModel(Protocol):
@@ -54,9 +60,9 @@ class ChatModel(Protocol):
 
     async def complete(
         self,
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         *,
-        tools: list[dict[str, Any]] | None = None,
+        tools: list[ToolSchema] | None = None,
         max_tokens: int | None = None,
         on_text: TextSink | None = None,
     ) -> Completion:
@@ -108,9 +114,9 @@ class OpenAICompatibleModel:
 
     async def complete(
         self,
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         *,
-        tools: list[dict[str, Any]] | None = None,
+        tools: list[ToolSchema] | None = None,
         max_tokens: int | None = None,
         on_text: TextSink | None = None,
     ) -> Completion:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from core.llm.calibration import SAVE_EVERY, CalibrationStore
 from core.llm.client import ChatModel, Completion, TextSink
@@ -25,7 +25,8 @@ from core.request import Usage
 from core.session import ToolSession
 from core.store.engine import Database
 
-Message = dict[str, Any]
+if TYPE_CHECKING:
+    from core.llm.chat import Message, ToolSchema
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +71,7 @@ class MeteredModel:
         self,
         session: ToolSession,
         prompt: list[Message],
-        tools: list[dict[str, Any]] | None,
+        tools: list[ToolSchema] | None,
         *,
         expires_at: datetime | None,
         max_output: int | None = None,
@@ -113,7 +114,7 @@ class MeteredModel:
         return Metered(completion, usage, crossed)
 
     async def _calibrate(
-        self, prompt: Sequence[Message], tools: list[dict[str, Any]] | None, done: Completion
+        self, prompt: Sequence[Message], tools: list[ToolSchema] | None, done: Completion
     ) -> None:
         if done.usage is None or done.usage.prompt_tokens <= 0:
             return

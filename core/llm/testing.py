@@ -20,7 +20,7 @@ import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.llm.client import Completion, LLMError, TextSink
 from core.llm.kinds import LLMErrorKind
@@ -29,8 +29,8 @@ from core.llm.toolcalls import assistant_message
 from core.request import Usage
 from core.tools.dispatcher import ProposedCall
 
-Message = dict[str, Any]
-Schema = dict[str, Any]
+if TYPE_CHECKING:
+    from core.llm.chat import Message, ToolSchema
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,7 @@ class ModelRequest:
     """One call the model received."""
 
     messages: list[Message]
-    tools: list[Schema] | None
+    tools: list[ToolSchema] | None
     max_tokens: int | None
 
     @property
@@ -104,7 +104,7 @@ class ScriptedModel:
         self,
         messages: list[Message],
         *,
-        tools: list[Schema] | None = None,
+        tools: list[ToolSchema] | None = None,
         max_tokens: int | None = None,
         on_text: TextSink | None = None,
     ) -> Completion:

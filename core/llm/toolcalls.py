@@ -13,9 +13,12 @@ import json
 import re
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.tools.dispatcher import ProposedCall
+
+if TYPE_CHECKING:
+    from core.llm.chat import AssistantMessage, ToolCall
 
 MAX_NAME_CHARS = 64  # OpenAI's limit for function names; no registered tool is longer
 MAX_ID_CHARS = 64
@@ -83,10 +86,10 @@ def normalize_tool_calls(raw_calls: Iterable[Any] | None) -> tuple[ProposedCall,
     return tuple(calls)
 
 
-def assistant_message(content: str, calls: Iterable[ProposedCall]) -> dict[str, Any]:
+def assistant_message(content: str, calls: Iterable[ProposedCall]) -> AssistantMessage:
     """The assistant message to keep in the thread for a response (chat-completions shape)."""
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    tool_calls = [
+    message: AssistantMessage = {"role": "assistant", "content": content}
+    tool_calls: list[ToolCall] = [
         {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
         for c in calls
     ]

@@ -21,16 +21,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
+from core.llm.chat import calls_of, text_of
 from core.memory.history import SUMMARY_ACK, is_summary, summary_messages
 from core.memory.tokens import TokenCounter
 
+if TYPE_CHECKING:
+    from core.llm.chat import Message, ToolSchema
+
 log = logging.getLogger(__name__)
 
-Message = dict[str, Any]
 # (messages for one summarization call, max output tokens) -> the model's text
-Summarize = Callable[[list[Message], int], Awaitable[str]]
+Summarize = Callable[[list["Message"], int], Awaitable[str]]
 
 TOOL_RESULT_REMOVED = "[tool result removed to fit the context window]"
 TEXT_SHORTENED = "\n[... middle removed to fit the context window ...]\n"
@@ -110,9 +113,9 @@ def render_transcript(messages: Sequence[Message], max_tool_chars: int = 1_500) 
         elif m["role"] == "assistant":
             if content:
                 lines.append(f"Assistant: {content}")
-            for call in m.get("tool_calls") or []:
-                fn = call.get("function", {})
-                lines.append(f"Assistant called {fn.get('name')}({fn.get('arguments', '')[:300]})")
+            for call in calls_of(m):
+                fn = call["function"]
+                lines.append(f"Assistant called {fn['name']}({fn['arguments'][:300]})")
         elif m["role"] == "tool":
             if len(content) > max_tool_chars:
                 content = content[:max_tool_chars] + " [...]"
@@ -143,7 +146,7 @@ class Compactor:
         self,
         prefix: Sequence[Message],
         conversation: list[Message],
-        tools: list[dict[str, Any]] | None = None,
+        tools: list[ToolSchema] | None = None,
         results_chars: int | None = None,
     ) -> Compacted:
         """`results_chars`: what each of the current turn's tool results keeps before older
@@ -206,7 +209,7 @@ class Compactor:
 
     async def _ask(self, instructions: str, text: str) -> str:
         words = int(self.config.summary_tokens * 0.7)
-        messages = [
+        messages: list[Message] = [
             {"role": "system", "content": instructions.format(words=words)},
             {"role": "user", "content": text},
         ]
@@ -327,12 +330,13 @@ def shortened(m: Message, max_chars: int) -> Message:
         return m
     head = max_chars * 2 // 3
     tail = max_chars - head
-    return {**m, "content": text[:head] + TEXT_SHORTENED + text[-tail:]}
+    # Same role and fields, another text: still the message it was.
+    return cast("Message", {**m, "content": text[:head] + TEXT_SHORTENED + text[-tail:]})
 
 
 def without_result(m: Message) -> Message:
     """`m` with a large tool result replaced by the marker (as trimming's first step does)."""
-    if m["role"] == "tool" and len(str(m.get("content") or "")) > len(TOOL_RESULT_REMOVED):
+    if m["role"] == "tool" and len(text_of(m)) > len(TOOL_RESULT_REMOVED):
         return {**m, "content": TOOL_RESULT_REMOVED}
     return m
 
@@ -346,23 +350,23 @@ def _results_shortened(turn: Sequence[Message], max_chars: int) -> list[Message]
 
 
 def _has_exchange(turn: Sequence[Message]) -> bool:
-    return any(m["role"] == "assistant" and m.get("tool_calls") for m in turn)
+    return any(calls_of(m) for m in turn)
 
 
 def _collapse_first_exchange(turn: list[Message]) -> list[Message]:
     """The turn with its first tool exchange (an assistant message with calls and their
     results) replaced by one assistant note naming the tools: protocol-valid, a few tokens."""
-    start = next(i for i, m in enumerate(turn) if m["role"] == "assistant" and m.get("tool_calls"))
+    start = next(i for i, m in enumerate(turn) if calls_of(m))
     end = start + 1
     while end < len(turn) and turn[end]["role"] == "tool":
         end += 1
-    calls = turn[start]["tool_calls"]
-    names = ", ".join(sorted({str(c.get("function", {}).get("name", "?"))[:64] for c in calls}))
-    text = str(turn[start].get("content") or "")[:SHORT_MESSAGE_CHARS]
+    calls = calls_of(turn[start])
+    names = ", ".join(sorted({c["function"]["name"][:64] for c in calls}))
+    text = text_of(turn[start])[:SHORT_MESSAGE_CHARS]
     note = (
         f"[{len(calls)} tool call(s) ({names}) and their results removed to fit the context window]"
     )
-    collapsed = {"role": "assistant", "content": f"{text}\n{note}".strip()}
+    collapsed: Message = {"role": "assistant", "content": f"{text}\n{note}".strip()}
     return [*turn[:start], collapsed, *turn[end:]]
 
 

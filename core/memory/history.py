@@ -12,24 +12,28 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
+from core.llm.chat import calls_of, text_of
 from core.request import ConversationKey
 from core.store.engine import Database
+
+if TYPE_CHECKING:
+    from core.llm.chat import AssistantMessage, Message
 
 SUMMARY_PREFIX = "[Summary of the earlier conversation in this thread]\n"
 SUMMARY_ACK = "Understood. I will continue from that summary."
 
 
-def summary_messages(summary: str) -> list[dict[str, Any]]:
+def summary_messages(summary: str) -> list[Message]:
     return [
         {"role": "user", "content": SUMMARY_PREFIX + summary},
         {"role": "assistant", "content": SUMMARY_ACK},
     ]
 
 
-def is_summary(message: dict[str, Any]) -> bool:
-    return message["role"] == "user" and str(message.get("content", "")).startswith(SUMMARY_PREFIX)
+def is_summary(message: Message) -> bool:
+    return message["role"] == "user" and text_of(message).startswith(SUMMARY_PREFIX)
 
 
 @dataclass
@@ -37,7 +41,7 @@ class ThreadHistory:
     """`messages` as the model will see them; `ids[i]` is the stored id of `messages[i]`
     (None for the synthetic summary pair)."""
 
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
     ids: list[int | None] = field(default_factory=list)
 
     def last_stored_id(self, upto: int) -> int | None:
@@ -84,7 +88,7 @@ class HistoryStore:
             history.ids.append(row_id)
         return history
 
-    async def append(self, conv: ConversationKey, messages: Sequence[dict[str, Any]]) -> None:
+    async def append(self, conv: ConversationKey, messages: Sequence[Message]) -> None:
         """Store one request's messages in a single transaction: all of them or none."""
         from core.store.models import ThreadMessage
 
@@ -101,9 +105,9 @@ class HistoryStore:
                         channel=conv.channel,
                         thread=conv.thread,
                         role=m["role"],
-                        content=m.get("content") or "",
-                        tool_calls=json.dumps(m["tool_calls"]) if m.get("tool_calls") else None,
-                        tool_call_id=m.get("tool_call_id"),
+                        content=text_of(m),
+                        tool_calls=json.dumps(calls_of(m)) if calls_of(m) else None,
+                        tool_call_id=m["tool_call_id"] if m["role"] == "tool" else None,
                     )
                 )
 
@@ -124,15 +128,15 @@ class HistoryStore:
 
 
 def repair_protocol(
-    pairs: Sequence[tuple[dict[str, Any], int | None]],
-) -> list[tuple[dict[str, Any], int | None]]:
+    pairs: Sequence[tuple[Message, int | None]],
+) -> list[tuple[Message, int | None]]:
     """The stored messages with every tool result answering a call right before it, and
     every call answered. Threads stored before tool-call ids were checked at the model
     boundary can hold calls with empty or repeated ids, whose results lost their link on
     reload; sent as they are, every later prompt is refused (HTTP 400). Orphan results are
     dropped, unanswered calls removed from their message, and an assistant message left with
     nothing in it goes too."""
-    out: list[tuple[dict[str, Any], int | None]] = []
+    out: list[tuple[Message, int | None]] = []
     pending: dict[str, None] = {}  # ids of the open assistant message's calls not yet answered
     answered: set[str] = set()
     open_at: int | None = None  # index in `out` of the assistant message being answered
@@ -142,11 +146,11 @@ def repair_protocol(
         if open_at is None:
             return
         message, row_id = out[open_at]
-        calls = [c for c in message["tool_calls"] if c.get("id") in answered]
-        fixed = {k: v for k, v in message.items() if k != "tool_calls"}
+        calls = [c for c in calls_of(message) if c["id"] in answered]
+        fixed: AssistantMessage = {"role": "assistant", "content": text_of(message)}
         if calls:
             fixed["tool_calls"] = calls
-        if calls or str(fixed.get("content") or "").strip():
+        if calls or text_of(fixed).strip():
             out[open_at] = (fixed, row_id)
         else:
             del out[open_at]
@@ -187,10 +191,11 @@ def _conv_filter(table: Any, conv: ConversationKey) -> list[Any]:
     ]
 
 
-def _to_message(row: Any) -> dict[str, Any]:
+def _to_message(row: Any) -> Message:
     message: dict[str, Any] = {"role": row.role, "content": row.content}
     if row.tool_calls:
         message["tool_calls"] = json.loads(row.tool_calls)
     if row.tool_call_id:
         message["tool_call_id"] = row.tool_call_id
-    return message
+    # Stored by `append` from messages of these shapes, so they are read back as such.
+    return cast("Message", message)

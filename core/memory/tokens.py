@@ -11,7 +11,12 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
+
+from core.llm.chat import calls_of, text_of
+
+if TYPE_CHECKING:
+    from core.llm.chat import Message, ToolSchema
 
 DEFAULT_CHARS_PER_TOKEN = 3.0  # below the ~4 of English prose: code and JSON tokenize densely
 PER_MESSAGE_OVERHEAD = 4  # role and separators in the chat template
@@ -19,10 +24,11 @@ _MIN_RATIO, _MAX_RATIO = 1.5, 6.0
 _SMOOTHING = 0.3
 
 
-def message_chars(message: dict[str, Any]) -> int:
-    size = len(str(message.get("content") or ""))
-    if message.get("tool_calls"):
-        size += len(json.dumps(message["tool_calls"]))
+def message_chars(message: Message) -> int:
+    size = len(text_of(message))
+    calls = calls_of(message)
+    if calls:
+        size += len(json.dumps(calls))
     return size
 
 
@@ -39,12 +45,10 @@ class TokenCounter:
     def count_text(self, text: str) -> int:
         return int(len(text) / self._ratio) + 1
 
-    def count_message(self, message: dict[str, Any]) -> int:
+    def count_message(self, message: Message) -> int:
         return int(message_chars(message) / self._ratio) + PER_MESSAGE_OVERHEAD
 
-    def count(
-        self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None
-    ) -> int:
+    def count(self, messages: Sequence[Message], tools: Sequence[ToolSchema] | None = None) -> int:
         chars = sum(message_chars(m) for m in messages)
         if tools:
             chars += len(json.dumps(list(tools)))
@@ -58,8 +62,8 @@ class TokenCounter:
 
     def calibrate(
         self,
-        messages: Sequence[dict[str, Any]],
-        tools: Sequence[dict[str, Any]] | None,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSchema] | None,
         reported_prompt_tokens: int,
     ) -> None:
         """Move the ratio toward what the provider counted for this exact prompt."""

@@ -20,13 +20,17 @@ import json
 import logging
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from core.llm.chat import calls_of
 from core.request import ConversationKey
 from core.session import ToolSession
 from core.skills.index import IndexText, SkillRanker, render_index
 from core.skills.library import Skill, SkillLibrary
 from core.store.tables import table_of
+
+if TYPE_CHECKING:
+    from core.llm.chat import Message
 
 log = logging.getLogger(__name__)
 
@@ -105,16 +109,16 @@ def load_text(skill: Skill) -> str:
     return "\n".join(lines)
 
 
-def loaded_in(messages: Sequence[dict[str, Any]]) -> set[str]:
+def loaded_in(messages: Sequence[Message]) -> set[str]:
     """Skills whose `load_skill` call is among these messages."""
     found: set[str] = set()
     for m in messages:
-        for call in m.get("tool_calls") or ():
-            fn = call.get("function") or {}
-            if fn.get("name") != LOAD_TOOL:
+        for call in calls_of(m):
+            fn = call["function"]
+            if fn["name"] != LOAD_TOOL:
                 continue
             try:
-                args = json.loads(fn.get("arguments") or "{}")
+                args = json.loads(fn["arguments"] or "{}")
             except (json.JSONDecodeError, TypeError):
                 continue
             if isinstance(args, dict) and isinstance(args.get("name"), str):
@@ -257,7 +261,7 @@ class Skills:
         self,
         session: ToolSession,
         names: Sequence[str],
-        conversation: Sequence[dict[str, Any]],
+        conversation: Sequence[Message],
         window: int,
         count: Callable[[str], int],
         skip: Collection[str] = (),

@@ -12,13 +12,16 @@ import re
 import string
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar, get_type_hints
+from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
 
 from pydantic import BaseModel, ConfigDict
 
 from core.policy import is_permission
 from core.session import ToolSession
 from core.tools.context import ToolContext
+
+if TYPE_CHECKING:
+    from core.llm.chat import ToolSchema
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -86,7 +89,7 @@ class Tool:
     def shown_name(self) -> str:
         return self.label or self.name
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> ToolSchema:
         if self.parameters is not None:
             parameters = self.parameters
         else:
@@ -205,6 +208,6 @@ class ToolRegistry:
             out.append(t)
         return out
 
-    async def offered(self, session: ToolSession) -> list[dict[str, Any]]:
+    async def offered(self, session: ToolSession) -> list[ToolSchema]:
         """The schemas of `offered_tools`, to send with a model call."""
         return [t.schema() for t in await self.offered_tools(session)]

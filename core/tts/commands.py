@@ -8,14 +8,18 @@ Both need the `tts` permission and spend the daily TTS character quota.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from core.commands import Command, CommandArgs, CommandContext, declared, rest
 from core.errors import Refusal
+from core.llm.chat import text_of
 from core.memory.history import HistoryStore, is_summary
 from core.request import Reply
 from core.tts import messages
 from core.tts.service import VoiceService
+
+if TYPE_CHECKING:
+    from core.llm.chat import Message
 
 
 class TtsArgs(CommandArgs):
@@ -47,7 +51,7 @@ def voice_commands(voice: VoiceService, history: HistoryStore) -> list[Command]:
     ]
 
 
-def last_answer(thread: list[dict[str, Any]]) -> tuple[str, str | None] | None:
+def last_answer(thread: list[Message]) -> tuple[str, str | None] | None:
     """The last answer Threadline gave in the thread (an assistant message with text and no
     tool calls) and the question it answered, if that is still in the history."""
     for i in range(len(thread) - 1, -1, -1):
@@ -59,9 +63,9 @@ def last_answer(thread: list[dict[str, Any]]) -> tuple[str, str | None] | None:
             continue
         question = next(
             (
-                q["content"]
+                text_of(q)
                 for q in reversed(thread[:i])
-                if q.get("role") == "user" and isinstance(q.get("content"), str)
+                if q["role"] == "user" and isinstance(q.get("content"), str)
             ),
             None,
         )

@@ -13,6 +13,7 @@ from core.memory.tokens import TokenCounter
 from core.tts import messages
 
 if TYPE_CHECKING:
+    from core.llm.chat import Message
     from core.llm.client import ChatModel
     from core.llm.usage import UsageRecorder
     from core.quotas import QuotaLedger
@@ -35,7 +36,7 @@ class ModelSummarizer:
         self._counter = counter or TokenCounter()
 
     async def __call__(self, session: ToolSession, text: str, max_chars: int) -> str:
-        prompt = [
+        prompt: list[Message] = [
             {"role": "system", "content": messages.summary_prompt(max_chars)},
             {"role": "user", "content": text},
         ]

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from adapters.console.translate import ConsoleIdentity, to_request
+from core.llm.chat import calls_of
 from core.llm.client import LLMError, OpenAICompatibleModel
 from core.llm.providers import ProviderSpec
 from core.streaming import Finished
@@ -65,7 +66,10 @@ async def test_tool_calls_are_assembled_from_their_pieces(fake_llm: FakeOpenAI) 
     assert json.loads(done.tool_calls[1].arguments) == {"repo": "app", "path": "src/app.py"}
     assert len({c.id for c in done.tool_calls}) == 2
     assert done.finish_reason == "tool_calls"
-    assert done.assistant_message["tool_calls"][1]["function"]["name"] == "read_file"
+    assert [c["function"]["name"] for c in calls_of(done.assistant_message)] == [
+        "grep_code",
+        "read_file",
+    ]
     await model.aclose()
 
 

@@ -226,7 +226,7 @@ async def test_schema_descriptions_are_capped_and_framed_at_any_depth(
     await _ready(world, "h")
     tool = world.registry.get("h__big")
     assert tool is not None
-    offered = tool.schema()["function"]["parameters"]
+    offered: Any = tool.schema()["function"]["parameters"]
     text = json.dumps(offered)
     assert len(text) <= MAX_OFFERED_SCHEMA_CHARS
     for found in _descriptions(offered):

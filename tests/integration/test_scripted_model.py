@@ -9,6 +9,7 @@ import pytest
 
 from bot.app import App, build_app
 from config.settings import Settings
+from core.llm.chat import text_of
 from core.llm.client import LLMError
 from core.llm.testing import ModelRequest, ScriptedModel
 from tests.conftest import BotHarness
@@ -51,7 +52,7 @@ async def test_a_responder_answers_from_the_request_and_failures_are_scripted(
     scripted_bot: Callable[..., tuple[BotHarness, ScriptedModel]],
 ) -> None:
     def echo(request: ModelRequest) -> str | None:
-        question = request.messages[-1]["content"]
+        question = text_of(request.messages[-1])
         return f"you said: {question}" if "echo" in question else None
 
     bot, model = scripted_bot(ScriptedModel(responder=echo))

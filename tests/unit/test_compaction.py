@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.llm.chat import text_of
 from core.memory.compaction import (
     MERGE_INSTRUCTIONS,
     TEXT_SHORTENED,
@@ -20,7 +21,9 @@ from core.memory.compaction import (
 from core.memory.history import SUMMARY_ACK, SUMMARY_PREFIX, summary_messages
 from core.memory.tokens import TokenCounter
 
-Message = dict[str, Any]
+# Tests build messages freely (and malformed ones on purpose); core's own code is what mypy
+# holds to the `openai` message types.
+Message = Any
 PREFIX: list[Message] = [{"role": "system", "content": "rules " * 20}]
 _ids = itertools.count()
 
@@ -66,7 +69,7 @@ def turns(draw: st.DrawFn, min_turns: int = 1, max_turns: int = 12) -> list[Mess
 
 
 def user_turn_texts(messages: list[Message]) -> list[str]:
-    return [m["content"] for m in messages if m["role"] == "user"]
+    return [text_of(m) for m in messages if m["role"] == "user"]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -97,7 +100,7 @@ async def test_compaction_is_protocol_valid_keeps_last_three_turns_and_fits(
         assert user_turn_texts(result.messages)[-3:] == user_turn_texts(history)[-3:]
         assert compactor.fits(PREFIX, result.messages)
     if result.method == "summary" and recent_fits:
-        assert result.messages[0]["content"].startswith(SUMMARY_PREFIX)
+        assert text_of(result.messages[0]).startswith(SUMMARY_PREFIX)
         assert result.messages[1] == {"role": "assistant", "content": SUMMARY_ACK}
 
 
@@ -109,7 +112,7 @@ async def test_a_failed_summary_drops_old_turns_and_stays_valid(history: list[Me
     assert is_protocol_valid(result.messages)
     assert result.method in ("none", "dropped")
     if result.method == "dropped":
-        assert not any(m["content"].startswith(SUMMARY_PREFIX) for m in result.messages)
+        assert not any(text_of(m).startswith(SUMMARY_PREFIX) for m in result.messages)
         # The newest question is always kept.
         assert user_turn_texts(result.messages)[-1] == user_turn_texts(history)[-1]
 
@@ -138,13 +141,11 @@ async def test_old_part_too_big_for_one_call_is_summarized_by_map_reduce() -> No
 
     result = await Compactor(TokenCounter(), config, summarizer).fit(PREFIX, history)
     assert result.method == "summary"
-    map_calls = [c for c in summarizer.calls if "compress" in c[0]["content"]]
-    merge_calls = [
-        c for c in summarizer.calls if c[0]["content"].startswith(MERGE_INSTRUCTIONS[:30])
-    ]
+    map_calls = [c for c in summarizer.calls if "compress" in text_of(c[0])]
+    merge_calls = [c for c in summarizer.calls if text_of(c[0]).startswith(MERGE_INSTRUCTIONS[:30])]
     assert len(map_calls) > 1 and len(merge_calls) >= 1
     # Every old question reached some map call; the final summary is the last merge's output.
-    mapped = "\n".join(c[1]["content"] for c in map_calls)
+    mapped = "\n".join(text_of(c[1]) for c in map_calls)
     assert all(f"question {i} " in mapped for i in range(12))
     assert result.summary == f"summary #{len(summarizer.calls)}"
     assert result.messages[2:] == history[-6:]
@@ -162,8 +163,8 @@ async def test_a_previous_summary_is_folded_into_the_next_one() -> None:
         PREFIX, history
     )
     assert result.method == "summary"
-    assert "deploy with Helm" in summarizer.calls[0][1]["content"]
-    assert sum(m["content"].startswith(SUMMARY_PREFIX) for m in result.messages) == 1
+    assert "deploy with Helm" in text_of(summarizer.calls[0][1])
+    assert sum(text_of(m).startswith(SUMMARY_PREFIX) for m in result.messages) == 1
 
 
 async def test_the_current_turns_tool_result_is_shortened_never_removed() -> None:
@@ -179,7 +180,7 @@ async def test_the_current_turns_tool_result_is_shortened_never_removed() -> Non
         PREFIX, history
     )
     assert result.method == "trimmed"
-    kept = result.messages[2]["content"]
+    kept = text_of(result.messages[2])
     assert kept.startswith("HEAD ") and kept.endswith(" TAIL") and TEXT_SHORTENED in kept
     assert is_protocol_valid(result.messages)
     assert summarizer.calls == []  # nothing older to summarize
@@ -207,10 +208,10 @@ async def test_older_turns_give_way_before_the_current_turn_and_the_previous_one
     result = compactor._trim(PREFIX, history, None)
     assert compactor.fits(PREFIX, result) and is_protocol_valid(result)
     text = json.dumps(result)
-    assert result[0]["content"].startswith(SUMMARY_PREFIX)
+    assert text_of(result[0]).startswith(SUMMARY_PREFIX)
     assert "old answer 3" in text  # the previous turn
     assert "old question 0" not in text  # the oldest turn went first
-    new = result[-1]["content"]
+    new = text_of(result[-1])
     assert new.startswith("NEW-HEAD") and new.endswith("NEW-TAIL")
 
 
@@ -273,7 +274,7 @@ async def test_any_single_turn_can_be_brought_under_the_limit(calls: int) -> Non
     result = await compactor.fit(PREFIX, history)
     assert compactor.fits(PREFIX, result.messages)
     assert is_protocol_valid(result.messages)
-    assert result.messages[0]["content"].startswith(SUMMARY_PREFIX)  # kept
-    question = next(m["content"] for m in result.messages[2:] if m["role"] == "user")
+    assert text_of(result.messages[0]).startswith(SUMMARY_PREFIX)  # kept
+    question = next(text_of(m) for m in result.messages[2:] if m["role"] == "user")
     assert question.startswith("QUESTION-START") and question.endswith("QUESTION-END")
     assert f"{calls} tool call(s) (t)" in json.dumps(result.messages)

@@ -397,7 +397,7 @@ async def test_session_is_not_part_of_any_tool_schema() -> None:
     schemas = await registry.offered(admin)
     assert {s["function"]["name"] for s in schemas} == {t.name for t in ALL_TOOLS}
     for s in schemas:
-        params = s["function"]["parameters"]
+        params: Any = s["function"]["parameters"]
         assert params["type"] == "object"
         assert params.get("additionalProperties") is False
         props = set(params.get("properties", {}))
@@ -405,7 +405,7 @@ async def test_session_is_not_part_of_any_tool_schema() -> None:
         dumped = json.dumps(s)
         for word in ("ToolContext", "ToolSession", "session", "ctx"):
             assert word not in dumped, (s["function"]["name"], word)
-    by_name = {s["function"]["name"]: s["function"] for s in schemas}
+    by_name: dict[str, Any] = {s["function"]["name"]: s["function"] for s in schemas}
     assert set(by_name["echo"]["parameters"]["properties"]) == {"text", "times"}
     assert by_name["echo"]["parameters"]["required"] == ["text"]
     assert by_name["echo"]["description"] == "Echo the text back."

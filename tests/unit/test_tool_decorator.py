@@ -3,6 +3,8 @@ name defaults to the function's, and the argument model comes from the `args` an
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pydantic import BaseModel, Field
 
@@ -35,7 +37,8 @@ def test_name_defaults_to_the_function_and_description_to_the_docstring() -> Non
         "Look a key up.",
         LookupArgs,
     )
-    assert lookup.schema()["function"]["parameters"]["properties"]["key"] == {
+    parameters: Any = lookup.schema()["function"]["parameters"]
+    assert parameters["properties"]["key"] == {
         "description": "What to look up.",
         "title": "Key",
         "type": "string",

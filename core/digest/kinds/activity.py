@@ -8,7 +8,7 @@ from collections import defaultdict
 from sqlmodel import col, select
 
 from core.digest.kinds.base import DigestContent, DigestContext, Kind, clip, register
-from core.memory.history import is_summary
+from core.memory.history import SUMMARY_PREFIX
 from core.store.models import ThreadMessage
 
 MAX_THREADS = 30  # listed; the rest are counted
@@ -35,7 +35,7 @@ async def collect(ctx: DigestContext) -> DigestContent:
     for row in rows:
         if row.role == "assistant" and row.tool_calls:
             continue  # a step of a tool loop, not an answer
-        if is_summary({"role": row.role, "content": row.content}):
+        if row.role == "user" and row.content.startswith(SUMMARY_PREFIX):
             continue
         threads[row.thread].append(row)
     questions = answered = 0
