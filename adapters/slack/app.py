@@ -405,7 +405,8 @@ class SlackAdapter:
         else:
             if written.rest:  # what the messages could not show (edits refused): once
                 rest_target = replace(target, delivery_key=f"{key}:rest")
-                await self._deliver(rest_target, replace(reply, text=written.rest))
+                rest = replace(reply, text=written.rest, notices=(), citations=(), attachments=())
+                await self._deliver(rest_target, rest)  # (the rest holds the notices already)
             await self._deliver_attachments(target, reply)
         if armed and notes is not None:
             await notes.disarm(where)

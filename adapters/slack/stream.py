@@ -35,7 +35,7 @@ from slack_sdk.models.messages.chunk import Chunk, MarkdownTextChunk, TaskUpdate
 from adapters.background import last_word
 from adapters.slack.delivery import METADATA_EVENT, TRANSIENT_ERRORS
 from adapters.slack.mrkdwn import to_mrkdwn
-from adapters.text import split_parts
+from adapters.text import reply_markdown, split_parts
 from core import messages
 from core.streaming import Finished, Status, TextDelta, ToolFinished, ToolStarted
 
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from slack_sdk.web.async_chat_stream import AsyncChatStream
     from slack_sdk.web.async_client import AsyncWebClient
 
+    from core.request import Reply
     from core.streaming import ReplyEvent
 
 log = logging.getLogger("threadline.slack")
@@ -316,6 +317,11 @@ class _Page:
         self.shown = len(self.text)
 
 
+def _after_text(reply: Reply) -> str:
+    """What a reply shows after its text: its notices and sources (`reply_markdown`)."""
+    return reply_markdown(reply)[len(reply.text.strip()) :]
+
+
 def _text_chunk(text: str) -> list[Chunk]:
     return [MarkdownTextChunk(text=text)] if text else []
 
@@ -543,7 +549,7 @@ class AnswerStream:
         await self._until(self._budget.slot(self._channel, at))
         async with self._lock:
             self._closed = True
-            self._pending += final.remainder
+            self._pending += final.remainder + _after_text(final.reply)
             self._active.clear()
             await self._flush(final=True)
             return Written(final, self._shown(), self._unshown())

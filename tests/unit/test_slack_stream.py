@@ -176,11 +176,13 @@ async def test_first_words_go_out_at_once_then_appends_are_batched_per_interval(
     assert h.fake.streams("C1")[0]["text"] == "Signatures are checked in "
 
     script.say("`verify.py`")
-    script.finish("\n\n_a notice_")
+    script.finish(".", notices=("A notice.",), citations=("webhooks/verify.py:12",))
     written = await h.done(task)
     assert written.shown and written.rest == ""
     (stream,) = h.fake.streams("C1")
-    assert stream["text"] == "Signatures are checked in `verify.py`\n\n_a notice_"
+    assert stream["text"] == (
+        "Signatures are checked in `verify.py`.\n\n_A notice._\n\nSources:\n- webhooks/verify.py:12"
+    )
     assert not stream["streaming"]
     assert [m for m in h.fake.posted("C1")] == [stream]  # one message
     assert h.count("chat.appendStream") == 1 and h.count("chat.stopStream") == 1
