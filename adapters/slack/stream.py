@@ -432,8 +432,9 @@ class AnswerStream:
         async with self._lock:
             if self._closed:
                 return
-            await self._flush(final=False)
-        if (self._pending or self._tasks) and not self._closed:
+            sent = await self._flush(final=False)
+        # (Nothing sent: an unfinished line is held back; the next words schedule a flush.)
+        if sent and (self._pending or self._tasks) and not self._closed:
             self._flusher = asyncio.create_task(self._flush_later())
 
     async def _until(self, at: float) -> None:
@@ -452,12 +453,12 @@ class AnswerStream:
 
     # -- writing ---------------------------------------------------------------------------------
 
-    async def _flush(self, *, final: bool) -> None:
-        """Send the pending text and steps (the lock is held)."""
+    async def _flush(self, *, final: bool) -> bool:
+        """Send the pending text and steps (the lock is held); False if nothing was sent."""
         add, self._pending = self._pending, ""
         tasks, self._tasks = list(self._tasks.values()), {}
         if not add and not tasks and not final:
-            return
+            return False
         status = self._status_text()
         self._last_call = self._pacing.clock()
         if not self._pages:
@@ -469,22 +470,24 @@ class AnswerStream:
             end = add.rfind("\n") + 1
             if len(add) - end < _hold(limit):
                 add, self._pending = add[:end], add[end:] + self._pending
+                if not add and not tasks:
+                    return False
         while True:
             page = self._pages[-1]
             if page.mode == "frozen":
                 page.text += add  # not shown: the caller posts it once at the end
-                return
+                return True
             keep, rest = _fit(page.text, add, limit)
             if rest is None:
                 await self._send(page, keep, tasks, status, final=final)
-                return
+                return True
             # The message is full: close it and go on in the next one.
             await self._send(page, keep, tasks, "", final=True)
             tasks, add = [], rest
             page = self._pages[-1]
             if page.mode == "frozen":
                 page.text += add
-                return
+                return True
             self._pages.append(self._page(page.part + 1, native=self._mode == "stream"))
 
     async def _send(
