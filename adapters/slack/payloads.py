@@ -5,7 +5,7 @@ Conversion to `core.Request` happens in one place, `adapters.slack.translate`.
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 
 class Authorization(TypedDict):
@@ -78,6 +78,7 @@ class HistoryMessage(TypedDict):
     user: NotRequired[str]
     bot_id: NotRequired[str]
     thread_ts: NotRequired[str]
+    blocks: NotRequired[list[dict[str, Any]]]
 
 
 class SlashCommand(TypedDict):

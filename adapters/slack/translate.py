@@ -86,11 +86,24 @@ def asks_to_read_aloud(event: ReactionAddedEvent, bot_user_id: str) -> bool:
 
 def read_aloud_request(body: ReactionCallback, message: HistoryMessage) -> Request:
     """`/tts` of the reacted message's text, in the thread it belongs to, for the person who
-    reacted. The text stays mrkdwn: core's speech preparation reads `<url|label>` links as
-    their label and drops the marks; only mentions and HTML entities are undone here."""
+    reacted. An answer's markdown block is read as written (its `text` is only the start of it,
+    for notifications); plain text stays mrkdwn: core's speech preparation reads
+    `<url|label>` links as their label and drops the marks; only mentions and HTML entities
+    are undone here."""
     event = body["event"]
-    text = _USER_MENTION.sub("", message.get("text", ""))
-    text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    markdown = next(
+        (
+            str(b.get("text", ""))
+            for b in message.get("blocks") or []
+            if b.get("type") == "markdown"
+        ),
+        None,
+    )
+    if markdown is not None:
+        text = markdown
+    else:
+        text = _USER_MENTION.sub("", message.get("text", ""))
+        text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
     return Request(
         platform=PLATFORM,
         tenant=tenant_of(body),

@@ -524,3 +524,19 @@ async def test_a_lost_append_is_not_repeated_the_message_is_edited_to_the_text(
     assert written.shown and written.rest == ""
     assert len(h.fake.calls("chat.appendStream")) == 1  # not retried
     assert h.fake.shown("C1") == ["One. Two. Three."]
+
+
+def test_a_streamed_answer_is_read_aloud_from_its_markdown_not_its_notification_text() -> None:
+    from adapters.slack.translate import read_aloud_request
+
+    event = {"type": "reaction_added", "user": "U1", "reaction": "speaker", "item_user": "UBOT"}
+    event["item"] = {"type": "message", "channel": "C1", "ts": "2.0"}  # type: ignore[assignment]
+    body: Any = {"type": "event_callback", "team_id": "T1", "event_id": "Ev1", "event": event}
+    whole = "A long answer with `a < b` in it. " * 200
+    message: Any = {
+        "ts": "2.0",
+        "thread_ts": "1.0",
+        "text": "A long answer with `a &lt; b` in it.\n…",  # the start only, for notifications
+        "blocks": [{"type": "markdown", "text": whole}],
+    }
+    assert read_aloud_request(body, message).text == f"/tts {whole.strip()}"
