@@ -361,8 +361,12 @@ async def test_a_worker_killed_mid_request_loses_no_row_and_posts_nothing_twice(
 
         # The question in flight was not answered, by anyone; earlier turns are all there.
         assert texts(fake.messages_in(thread)) == ["The deploy runs at noon."]
-        # The turn in flight is stored with its answer or not at all: nothing half-written.
-        assert rows(pg_url, "SELECT role, content FROM thread_messages ORDER BY id") == history
+        # The question in flight was kept when its request started; nothing else of that turn
+        # (no tool call without its result, no half answer) was written.
+        assert rows(pg_url, "SELECT role, content FROM thread_messages ORDER BY id") == [
+            *history,
+            ("user", "and on Fridays?"),
+        ]
         llms[0].reply("Fridays too.")
         await fake.post_message(fake.alice, thread, f"{fake.mention()} and on Fridays?")
         await cluster.until(lambda: len(fake.messages_in(thread)) >= 2, "the next answer")

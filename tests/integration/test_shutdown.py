@@ -170,7 +170,8 @@ def test_a_bound_shorter_than_the_answer_cuts_it_without_a_half_written_turn(
     assert "Traceback" not in text
     # The asker is told, in the thread, rather than left with a reaction and no answer.
     assert [m["text"] for m in fake_slack.posted("C1")] == [messages.ANSWER_CUT]
-    assert thread_rows(env) == []  # the whole turn or nothing: here nothing
+    # The question is kept (stored when its request started); nothing else of the turn is.
+    assert thread_rows(env) == [("user", "a long question", None, None)]
 
 
 def test_a_second_signal_exits_at_once(
@@ -190,7 +191,7 @@ def test_a_second_signal_exits_at_once(
     assert code == 128 + signal.SIGINT, text
     assert took < 10, text  # not the 20 s answer, nor the 60 s bound
     assert "second SIGINT: stopping at once" in text
-    assert thread_rows(env) == []
+    assert thread_rows(env) == [("user", "a long question", None, None)]
 
 
 # -- the worker -----------------------------------------------------------------------------------
