@@ -55,6 +55,9 @@ def test_a_mention_is_streamed_into_its_thread_as_one_message(
     early = wait_for_stream(fake_slack)
     assert early["streaming"] and early["thread_ts"] == root
     assert answer.startswith(early["text"]) and len(early["text"]) < len(answer)  # before the end
+    fake_slack.wait_calls("chat.appendStream", 1)  # (a call after the start was recorded)
+    # Visible and unfinished: a note is armed in case this process dies now.
+    assert app.run(app.app.outbox.backlog()) == 1
     app.idle()
 
     (message,) = fake_slack.posted("C1")  # one message, no progress line, no second post
