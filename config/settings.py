@@ -413,6 +413,11 @@ class Settings(BaseSettings):
         description="Largest file attached to an answer (bytes, or `KB`/`MB` in 1,024s); never "
         "above what the server's boost level allows; larger files are refused with a message",
     )
+    discord_stream: bool = Field(
+        True,
+        description="Write answers into their Discord message as they come (edited at most once "
+        "a second, continued before 2,000 characters); off: post each answer when finished",
+    )
     discord_shard_count: str | None = Field(
         None,
         description="Empty: one gateway connection. `auto`: discord.py's auto-sharded client in "

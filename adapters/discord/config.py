@@ -47,6 +47,7 @@ class DiscordConfig:
             upload_limit=settings.discord_upload_limit,
             shards=settings.discord_shard_count,
             shard_ids=settings.discord_shard_ids,
+            stream=settings.discord_stream,
         )
         return replace(config, **tuning)
 
