@@ -304,6 +304,14 @@ class _Page:
                 )
         except Exception as exc:  # Slack's refusal, or a connection that broke
             code = error_code(exc)
+            if self.ts is None and not isinstance(exc, SlackApiError):
+                # The response to the post was lost: it may be in the thread all the same.
+                self.ts = await self._find_posted()
+                if self.ts is not None:
+                    await self._record(self.part, self.ts)
+                    self._edited = body
+                    self.shown = len(self.text)
+                    return
             if self.ts is None:
                 raise _Refused(code) from None
             if _transient(exc):
@@ -315,6 +323,25 @@ class _Page:
             return
         self._edited = body
         self.shown = len(self.text)
+
+    async def _find_posted(self) -> str | None:
+        """This page's message, if the thread has it (found by its metadata)."""
+        t = self._target
+        try:
+            resp = await self._client.conversations_replies(
+                channel=t.channel, ts=t.thread_ts, include_all_metadata=True, limit=200
+            )
+        except Exception as exc:
+            log.warning("could not read the thread back: %s", type(exc).__name__)
+            return None
+        for message in resp.get("messages") or []:
+            meta = message.get("metadata") or {}
+            if (
+                meta.get("event_type") == METADATA_EVENT
+                and meta.get("event_payload") == (self.metadata["event_payload"])
+            ):
+                return str(message["ts"])
+        return None
 
 
 def _after_text(reply: Reply) -> str:

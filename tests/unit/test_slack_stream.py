@@ -540,3 +540,22 @@ def test_a_streamed_answer_is_read_aloud_from_its_markdown_not_its_notification_
         "blocks": [{"type": "markdown", "text": whole}],
     }
     assert read_aloud_request(body, message).text == f"/tts {whole.strip()}"
+
+
+async def test_a_lost_response_to_the_first_post_finds_the_message_instead_of_posting_again(
+    h: Harness,
+) -> None:
+    h.fake.refuse_streaming()
+    h.fake.drop_next("chat.postMessage")  # posted, but the answer never arrives
+    script = Script()
+    task = start(h.writer(assistant_status=False), script)
+    script.say("First words")
+    await h.calls("conversations.replies", 1)
+    script.say(", more.")
+    script.finish()
+    written = await h.done(task)
+    assert written.shown and written.rest == ""
+    assert h.fake.shown("C1") == ["First words, more."]  # one message, edited
+    assert len(h.fake.calls("chat.postMessage")) == 1
+    (message,) = h.fake.posted("C1")
+    assert h.recorded == [(0, message["ts"])]
