@@ -17,6 +17,10 @@ handed back to the caller, which posts it once with `adapters.slack.delivery`.
 A message holds at most `Pacing.message_limit` characters (Slack's markdown limit); a longer
 answer continues in a new message of the same thread, cut at a paragraph or code-fence
 boundary with the code block closed and reopened.
+
+Until the first words, Slack's "is thinking…" status shows under the thread
+(`assistant.threads.setStatus`). Calls are paced per answer (`Pacing`) and per channel, for
+all answers written there at once (`ChannelBudget`).
 """
 
 from __future__ import annotations
@@ -48,7 +52,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("threadline.slack")
 
-# Answers codes that mean "this workspace (app, token) does not do this", not "try later".
+# Slack's error codes that mean "this workspace (app, token) does not do this", not "try
+# later": the workspace is then written to the next way down, and remembered.
 REFUSED = frozenset(
     {
         "method_not_supported",
