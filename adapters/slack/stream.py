@@ -107,17 +107,22 @@ class Workspaces:
         return "edit" if tenant not in self.no_edits else "post"
 
 
+Call = Literal["start", "append", "stop"]  # or the fallback's post, edit, last edit
+
+
 class ChannelBudget:
     """Slack calls into one channel, shared by every answer being written there: at most
-    `rate` a second all together, handed out as time slots. Each answer paces itself too; the
-    budget keeps many answers at once in one busy channel under Slack's rate limits, at the
-    cost of spacing their updates further apart (None: no shared limit)."""
+    `rate` calls of one kind a second all together (Slack limits each method per channel),
+    handed out as time slots. Each answer paces itself too; the budget keeps many answers at
+    once in one busy channel under Slack's rate limits, at the cost of spacing their updates
+    further apart. Kinds apart, a new answer's first words do not queue behind the others'
+    appends, nor an answer's end behind them (None: no shared limit)."""
 
     def __init__(self, rate: float | None = 10.0) -> None:
         self.rate = rate
-        self._next: dict[tuple[str, str], float] = {}
+        self._next: dict[tuple[str, str, Call], float] = {}
 
-    def slot(self, channel: tuple[str, str], at: float) -> float:
+    def slot(self, channel: tuple[str, str, Call], at: float) -> float:
         """The time, not before `at`, at which one more call into `channel` may go out."""
         if not self.rate:
             return at
@@ -380,7 +385,6 @@ class AnswerStream:
         self._client, self._target, self._workspaces = client, target, workspaces
         self._record, self._pacing = record, pacing
         self._budget = budget or ChannelBudget(None)
-        self._channel = (target.tenant, target.channel)
         self._mode = workspaces.mode(target.tenant, native=native)
         self._assistant_status = assistant_status and target.tenant not in workspaces.no_status
         self._status_line = status_line  # `Status` lines where nothing else can show them
@@ -457,10 +461,13 @@ class AnswerStream:
             self._flusher = asyncio.create_task(self._flush_later())
 
     async def _flush_later(self) -> None:
-        now = self._pacing.clock()
         # The first words go out at once (if the channel's budget allows), later ones paced.
-        at = now if self._last_call is None else self._last_call + self._interval()
-        await self._until(self._budget.slot(self._channel, at))
+        if self._last_call is None:
+            call: Call = "start"
+            at = self._pacing.clock()
+        else:
+            call, at = "append", self._last_call + self._interval()
+        await self._until(self._budget.slot(self._channel(call), at))
         async with self._lock:
             if self._closed:
                 return
@@ -560,6 +567,9 @@ class AnswerStream:
             workspaces=self._workspaces,
         )
 
+    def _channel(self, call: Call) -> tuple[str, str, Call]:
+        return (self._target.tenant, self._target.channel, call)
+
     def _status_text(self) -> str:
         labels = list(self._active.values())
         return f"{labels[-1]}…" if labels else ""
@@ -581,7 +591,7 @@ class AnswerStream:
             # Edits keep their pace to the last one (Slack rate-limits chat.update); a
             # stream's stop goes out at once, so the answer ends when the model does.
             at = max(at, self._last_call + self._pacing.edit_interval)
-        await self._until(self._budget.slot(self._channel, at))
+        await self._until(self._budget.slot(self._channel("stop"), at))
         async with self._lock:
             self._closed = True
             self._pending += final.remainder + _after_text(final.reply)

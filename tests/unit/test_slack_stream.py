@@ -16,6 +16,7 @@ from adapters.slack.stream import (
     LOADING_MESSAGES,
     THINKING,
     AnswerStream,
+    Call,
     ChannelBudget,
     Pacing,
     StreamTarget,
@@ -479,10 +480,12 @@ async def test_an_edited_message_shows_the_running_step_until_the_text_replaces_
 
 def test_a_channel_budget_hands_out_slots_shared_by_all_answers_there() -> None:
     budget = ChannelBudget(rate=4)
-    assert [budget.slot(("T1", "C1"), 0.0) for _ in range(3)] == [0.0, 0.25, 0.5]
-    assert budget.slot(("T1", "C2"), 0.0) == 0.0  # another channel has its own
-    assert budget.slot(("T1", "C1"), 2.0) == 2.0  # a quiet channel: at once
-    assert ChannelBudget(None).slot(("T1", "C1"), 1.0) == 1.0
+    appends: tuple[str, str, Call] = ("T1", "C1", "append")
+    assert [budget.slot(appends, 0.0) for _ in range(3)] == [0.0, 0.25, 0.5]
+    assert budget.slot(("T1", "C1", "start"), 0.0) == 0.0  # first words: not behind appends
+    assert budget.slot(("T1", "C2", "append"), 0.0) == 0.0  # another channel has its own
+    assert budget.slot(appends, 2.0) == 2.0  # a quiet channel: at once
+    assert ChannelBudget(None).slot(appends, 1.0) == 1.0
 
 
 async def test_answers_in_one_channel_share_its_budget(h: Harness) -> None:
