@@ -439,12 +439,15 @@ class AnswerStream:
                 id=event.call_id, title=event.label, status="complete" if event.ok else "error"
             )
         elif isinstance(event, Status):
-            # A long command's progress: under the thread while nothing is shown; in the
-            # edited message's status line; the stream's task timeline has no place for it.
+            # A long command's progress: under the thread while nothing is shown (Slack's
+            # status, else the caller's progress line); in the edited message's status line;
+            # the stream's task timeline has no place for it.
             if not self._pages and self._assistant_status:
                 await self._set_status(event.text)
                 return
             if self._mode != "edit":
+                if not self._pages and self._status_line is not None:
+                    await self._status_line(event.text)
                 return
             self._active["status"] = event.text
         self._schedule()

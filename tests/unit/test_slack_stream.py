@@ -562,3 +562,20 @@ async def test_a_lost_response_to_the_first_post_finds_the_message_instead_of_po
     assert len(h.fake.calls("chat.postMessage")) == 1
     (message,) = h.fake.posted("C1")
     assert h.recorded == [(0, message["ts"])]
+
+
+async def test_without_the_assistant_status_a_long_command_reports_to_the_progress_line(
+    h: Harness,
+) -> None:
+    lines: list[str] = []
+
+    async def progress(text: str) -> None:
+        lines.append(text)
+
+    script = Script()
+    task = start(h.writer(assistant_status=False, status_line=progress), script)
+    script.put(Status("Indexing `api`: 10/100 files"))
+    script.finish("Indexed `api`.")
+    written = await h.done(task)
+    assert lines == ["Indexing `api`: 10/100 files"]
+    assert not written.shown  # the command's reply is posted whole by the caller
