@@ -13,8 +13,9 @@ One request, in order:
 4. :eyes: right away, then the answer written into the thread as core produces it
    (`core.stream`, `adapters.slack.stream`: Slack's streaming methods, or a message edited
    where a workspace refuses them), recorded so it is posted exactly once; a reply with
-   nothing streamed (commands, refusals, personal results) is posted as a whole
-   (`adapters.slack.delivery`), as are slash commands' answers.
+   nothing streamed (a command's answer, a refusal) is posted once, as Markdown too.
+   Personal replies, what a workspace took neither as a stream nor as edits, and slash
+   commands' answers are posted whole by `adapters.slack.delivery`.
 """
 
 from __future__ import annotations

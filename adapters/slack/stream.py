@@ -581,13 +581,18 @@ class AnswerStream:
         """Write the pending text and the reply's remainder and close the pages."""
         await self._stop_flusher()
         if not (self._pages or self._pending or self._tasks):
-            # Nothing was streamed: the caller posts the reply as before (ephemeral replies,
-            # files and the exactly-once delivery all live there). A personal reply does not
-            # clear the status as a message in the thread does.
-            self._closed = True
-            if final.reply.ephemeral:
-                await self._set_status("")
-            return Written(final, shown=False)
+            if final.reply.ephemeral or self._mode == "post":
+                # Personal replies and workspaces that take no edits: the caller posts the
+                # reply as before. A personal reply does not clear the status as a message in
+                # the thread does.
+                self._closed = True
+                if final.reply.ephemeral:
+                    await self._set_status("")
+                return Written(final, shown=False)
+            # Nothing streamed (a command's answer, a refusal): the whole reply is posted once,
+            # as Markdown like every answer; a refused post is left to the caller.
+            self._mode = "edit"
+            self._pages.append(self._page(0, native=False))
         at = self._pacing.clock()
         page = self._pages[-1] if self._pages else None
         if page is not None and page.mode == "edit" and self._last_call is not None:

@@ -578,4 +578,7 @@ async def test_without_the_assistant_status_a_long_command_reports_to_the_progre
     script.finish("Indexed `api`.")
     written = await h.done(task)
     assert lines == ["Indexing `api`: 10/100 files"]
-    assert not written.shown  # the command's reply is posted whole by the caller
+    assert written.shown
+    (post,) = h.fake.calls("chat.postMessage")  # a reply with nothing streamed: posted once
+    assert post.args["blocks"] == [{"type": "markdown", "text": "Indexed `api`."}]
+    assert h.fake.calls("chat.startStream") == h.fake.calls("chat.update") == []
