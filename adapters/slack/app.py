@@ -35,14 +35,8 @@ from adapters.slack.logs import BOLT_LOGGER, quiet_logger
 from adapters.slack.mrkdwn import to_mrkdwn
 from adapters.slack.outbox import OutboxDelivery
 from adapters.slack.progress import ProgressLine
-from adapters.slack.stream import (
-    AnswerStream,
-    ChannelBudget,
-    Pacing,
-    Record,
-    StreamTarget,
-    Workspaces,
-)
+from adapters.slack.stream import AnswerStream, ChannelBudget, Pacing
+from adapters.slack.stream_message import Record, StreamTarget, Workspaces
 from adapters.slack.translate import (
     PLATFORM,
     asks_to_read_aloud,

@@ -14,9 +14,10 @@ stream expired) is completed by editing that same message to the full text: noth
 posted twice and nothing is lost. Whatever could not be shown at all (edits refused too) is
 handed back to the caller, which posts it once with `adapters.slack.delivery`.
 
-A message holds at most `Pacing.message_limit` characters (Slack's markdown limit); a longer
-answer continues in a new message of the same thread, cut at a paragraph or code-fence
-boundary with the code block closed and reopened.
+Each message is an `adapters.slack.stream_message.Page`. A message holds at most
+`Pacing.message_limit` characters (Slack's markdown limit); a longer answer continues in a new
+message of the same thread, cut at a paragraph or code-fence boundary with the code block
+closed and reopened.
 
 Until the first words, Slack's "is thinking…" status shows under the thread
 (`assistant.threads.setStatus`). Calls are paced per answer (`Pacing`) and per channel, for
@@ -27,53 +28,42 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from slack_sdk.errors import SlackApiError
-from slack_sdk.models.messages.chunk import Chunk, MarkdownTextChunk, TaskUpdateChunk
+from slack_sdk.models.messages.chunk import TaskUpdateChunk
 
 from adapters.background import last_word
-from adapters.slack.delivery import METADATA_EVENT, TRANSIENT_ERRORS
-from adapters.slack.mrkdwn import to_mrkdwn
-from adapters.text import reply_markdown, split_parts
+from adapters.slack.stream_message import (
+    MESSAGE_LIMIT,
+    REFUSED,
+    Page,
+    Record,
+    Refused,
+    StreamTarget,
+    Workspaces,
+    after_text,
+    error_code,
+    fit,
+    hold,
+    transient,
+)
 from core import messages
 from core.streaming import Finished, Status, TextDelta, ToolFinished, ToolStarted
 
 if TYPE_CHECKING:
-    from slack_sdk.web.async_chat_stream import AsyncChatStream
     from slack_sdk.web.async_client import AsyncWebClient
 
-    from core.request import Reply
     from core.streaming import ReplyEvent
 
 log = logging.getLogger("threadline.slack")
 
-# Slack's error codes that mean "this workspace (app, token) does not do this", not "try
-# later": the workspace is then written to the next way down, and remembered.
-REFUSED = frozenset(
-    {
-        "method_not_supported",
-        "method_not_supported_for_channel_type",
-        "missing_scope",
-        "not_allowed_token_type",
-        "feature_not_enabled",
-        "unknown_method",
-        "not_authorized",
-        "team_not_allowed",
-        "access_denied",
-    }
-)
-EDITS_REFUSED = REFUSED | {"cant_update_message", "edit_window_closed"}
-MESSAGE_LIMIT = 12_000  # a markdown block, and a streamed message's markdown_text
-NOTIFICATION_LIMIT = 3_000  # the mrkdwn `text` fallback beside a markdown block
 THINKING = "is thinking…"
 LOADING_MESSAGES = ("Reading the thread…", "Looking things up…", "Writing the answer…")
 
-Record = Callable[[int, str], Awaitable[None]]  # part number, message ts
 StatusLine = Callable[[str], Awaitable[None]]
 
 
@@ -91,20 +81,6 @@ class Pacing:
     message_limit: int = MESSAGE_LIMIT
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-
-
-@dataclass(slots=True)
-class Workspaces:
-    """What each workspace (tenant) refused, remembered for the life of the adapter."""
-
-    no_stream: set[str] = field(default_factory=set)
-    no_edits: set[str] = field(default_factory=set)
-    no_status: set[str] = field(default_factory=set)
-
-    def mode(self, tenant: str, *, native: bool) -> Literal["stream", "edit", "post"]:
-        if native and tenant not in self.no_stream:
-            return "stream"
-        return "edit" if tenant not in self.no_edits else "post"
 
 
 Call = Literal["start", "append", "stop"]  # or the fallback's post, edit, last edit
@@ -134,16 +110,6 @@ class ChannelBudget:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamTarget:
-    tenant: str
-    channel: str
-    thread_ts: str
-    team_id: str  # the asking user's workspace (`recipient_team_id`)
-    user_id: str  # the asking user (`recipient_user_id`)
-    delivery_key: str
-
-
-@dataclass(frozen=True, slots=True)
 class Written:
     """What `AnswerStream.write` did: `final` is core's last event. `shown` False: nothing
     was written, the caller posts the reply as before. Otherwise `rest` is the text that
@@ -152,215 +118,6 @@ class Written:
     final: Finished
     shown: bool
     rest: str = ""
-
-
-class _Refused(Exception):
-    """The workspace refuses this way of writing; `code` is Slack's error."""
-
-    def __init__(self, code: str) -> None:
-        super().__init__(code)
-        self.code = code
-
-
-def error_code(exc: Exception) -> str:
-    response = getattr(exc, "response", None)
-    try:
-        return str(response.get("error") or "unknown_error") if response else type(exc).__name__
-    except Exception:
-        return "unknown_error"
-
-
-def _transient(exc: Exception) -> bool:
-    if not isinstance(exc, SlackApiError):
-        return True  # the connection, not Slack's answer
-    response = getattr(exc, "response", None)
-    status = getattr(response, "status_code", 0) or 0
-    return error_code(exc) in TRANSIENT_ERRORS or status >= 500
-
-
-def notification_text(markdown: str) -> str:
-    """The mrkdwn `text` Slack shows in notifications beside a markdown block: the start of
-    the message, cut at a line."""
-    if len(markdown) > NOTIFICATION_LIMIT:
-        cut = markdown.rfind("\n", 0, NOTIFICATION_LIMIT - 100)
-        markdown = markdown[: cut if cut > 0 else NOTIFICATION_LIMIT - 100] + "\n…"
-    return to_mrkdwn(markdown)
-
-
-def markdown_blocks(markdown: str) -> list[dict[str, Any]]:
-    return [{"type": "markdown", "text": markdown}]
-
-
-# -- one message ---------------------------------------------------------------------------------
-
-
-class _Page:
-    """One Slack message of the answer: streamed natively, or posted and edited.
-
-    `text` is everything meant for this message; `shown` how much of it Slack confirmed. A
-    native page whose stream breaks turns into an edited one (same message, `chat.update`);
-    an edited page whose edits are refused is `frozen`: what it does not show is the caller's
-    to post."""
-
-    def __init__(
-        self,
-        client: AsyncWebClient,
-        target: StreamTarget,
-        part: int,
-        *,
-        native: bool,
-        record: Record,
-        workspaces: Workspaces,
-    ) -> None:
-        self._client, self._target, self.part = client, target, part
-        self.mode: Literal["stream", "edit", "frozen"] = "stream" if native else "edit"
-        self._record, self._workspaces = record, workspaces
-        self._stream: AsyncChatStream | None = None
-        self.ts: str | None = None
-        self.text = ""
-        self.shown = 0
-        self._edited = ""  # what the last successful post/edit showed (text + status line)
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        payload = {"delivery": self._target.delivery_key, "part": self.part}
-        return {"event_type": METADATA_EVENT, "event_payload": payload}
-
-    async def write(self, add: str, tasks: Sequence[Chunk], status: str = "") -> None:
-        """Show `add` after the page's text (and the tool steps). Raises `_Refused` when the
-        page's first call is refused (nothing was shown; `add` is not kept)."""
-        self.text += add
-        if self.mode == "stream":
-            await self._stream_call(add, tasks, stop=False)
-        elif self.mode == "edit":
-            await self._edit(status)
-
-    async def close(self, add: str, tasks: Sequence[Chunk]) -> None:
-        """The page's last text: stop the stream, or the final edit (no status line)."""
-        self.text += add
-        if self.mode == "stream":
-            await self._stream_call(add, tasks, stop=True)
-        elif self.mode == "edit":
-            await self._edit("")
-
-    async def _stream_call(self, add: str, tasks: Sequence[Chunk], *, stop: bool) -> None:
-        chunks = [*_text_chunk(add), *tasks]
-        if not chunks and not stop:
-            return
-        if self._stream is None:
-            t = self._target
-            self._stream = await self._client.chat_stream(
-                channel=t.channel,
-                thread_ts=t.thread_ts,
-                recipient_team_id=t.team_id,
-                recipient_user_id=t.user_id,
-                task_display_mode="timeline",
-            )
-        stream, started = self._stream, self._stream.ts is not None
-        failed: Exception | None = None
-        try:
-            if stop:  # (a stream never started is started and stopped by the helper)
-                await stream.stop(chunks=chunks, metadata=self.metadata)
-            else:
-                await stream.append(chunks=chunks)  # chunks given: sent now, not buffered
-        except Exception as exc:  # refused, expired, or the connection broke: see below
-            failed = exc
-        if not started and stream.ts is not None:
-            self.ts = str(stream.ts)
-            await self._record(self.part, self.ts)
-        if failed is None:
-            self.shown = len(self.text)
-        elif stream.ts is None:  # refused before anything was shown
-            self._stream = None
-            self.text = self.text[: len(self.text) - len(add)]
-            raise _Refused(error_code(failed))
-        else:
-            self._broke("chat.stopStream" if stop else "chat.appendStream", failed)
-            await self._edit("")
-
-    def _broke(self, method: str, exc: Exception) -> None:
-        # Expired (`message_not_in_streaming_state`) or failed midway: the message exists, so
-        # it is completed by editing it to the full text, never by posting the text again.
-        log.info(
-            "Slack %s failed (%s); completing the message by editing it", method, error_code(exc)
-        )
-        self.mode = "edit"
-        self._edited = ""  # the next edit goes out even if the text did not change
-
-    async def _edit(self, status: str) -> None:
-        body = "\n\n".join(part for part in (self.text, f"_{status}_" if status else "") if part)
-        if not body.strip() or body == self._edited:
-            return
-        t = self._target
-        try:
-            if self.ts is None:
-                resp = await self._client.chat_postMessage(
-                    channel=t.channel,
-                    thread_ts=t.thread_ts,
-                    text=notification_text(body),
-                    blocks=markdown_blocks(body),
-                    metadata=self.metadata,
-                    unfurl_links=False,
-                    unfurl_media=False,
-                )
-                self.ts = str(resp["ts"])
-                await self._record(self.part, self.ts)
-            else:
-                await self._client.chat_update(
-                    channel=t.channel,
-                    ts=self.ts,
-                    text=notification_text(body),
-                    blocks=markdown_blocks(body),
-                )
-        except Exception as exc:  # Slack's refusal, or a connection that broke
-            code = error_code(exc)
-            if self.ts is None and not isinstance(exc, SlackApiError):
-                # The response to the post was lost: it may be in the thread all the same.
-                self.ts = await self._find_posted()
-                if self.ts is not None:
-                    await self._record(self.part, self.ts)
-                    self._edited = body
-                    self.shown = len(self.text)
-                    return
-            if self.ts is None:
-                raise _Refused(code) from None
-            if _transient(exc):
-                return  # the next edit (or the final one) carries this text too
-            log.warning("Slack refused editing an answer (%s); the rest is posted at the end", code)
-            if code in EDITS_REFUSED:
-                self._workspaces.no_edits.add(t.tenant)
-            self.mode = "frozen"
-            return
-        self._edited = body
-        self.shown = len(self.text)
-
-    async def _find_posted(self) -> str | None:
-        """This page's message, if the thread has it (found by its metadata)."""
-        t = self._target
-        try:
-            resp = await self._client.conversations_replies(
-                channel=t.channel, ts=t.thread_ts, include_all_metadata=True, limit=200
-            )
-        except Exception as exc:
-            log.warning("could not read the thread back: %s", type(exc).__name__)
-            return None
-        for message in resp.get("messages") or []:
-            meta = message.get("metadata") or {}
-            if (
-                meta.get("event_type") == METADATA_EVENT
-                and meta.get("event_payload") == (self.metadata["event_payload"])
-            ):
-                return str(message["ts"])
-        return None
-
-
-def _after_text(reply: Reply) -> str:
-    """What a reply shows after its text: its notices and sources (`reply_markdown`)."""
-    return reply_markdown(reply)[len(reply.text.strip()) :]
-
-
-def _text_chunk(text: str) -> list[Chunk]:
-    return [MarkdownTextChunk(text=text)] if text else []
 
 
 # -- the answer ----------------------------------------------------------------------------------
@@ -388,7 +145,7 @@ class AnswerStream:
         self._mode = workspaces.mode(target.tenant, native=native)
         self._assistant_status = assistant_status and target.tenant not in workspaces.no_status
         self._status_line = status_line  # `Status` lines where nothing else can show them
-        self._pages: list[_Page] = []
+        self._pages: list[Page] = []
         self._pending = ""
         self._tasks: dict[str, TaskUpdateChunk] = {}  # task updates not sent yet, by call id
         self._active: dict[str, str] = {}  # tool steps running: call id -> label
@@ -506,11 +263,11 @@ class AnswerStream:
         if not self._pages:
             self._pages.append(self._page(0, native=self._mode == "stream"))
         limit = self._pacing.message_limit
-        if not final and len(self._pages[-1].text) + len(add) > limit - _hold(limit):
+        if not final and len(self._pages[-1].text) + len(add) > limit - hold(limit):
             # Near a message's end only whole lines go out, so the next message can start at
             # a line (the unfinished one waits for its newline).
             end = add.rfind("\n") + 1
-            if len(add) - end < _hold(limit):
+            if len(add) - end < hold(limit):
                 add, self._pending = add[:end], add[end:] + self._pending
                 if not add and not tasks:
                     return False
@@ -519,7 +276,7 @@ class AnswerStream:
             if page.mode == "frozen":
                 page.text += add  # not shown: the caller posts it once at the end
                 return True
-            keep, rest = _fit(page.text, add, limit)
+            keep, rest = fit(page.text, add, limit)
             if rest is None:
                 await self._send(page, keep, tasks, status, final=final)
                 return True
@@ -533,7 +290,7 @@ class AnswerStream:
             self._pages.append(self._page(page.part + 1, native=self._mode == "stream"))
 
     async def _send(
-        self, page: _Page, add: str, tasks: list[TaskUpdateChunk], status: str, *, final: bool
+        self, page: Page, add: str, tasks: list[TaskUpdateChunk], status: str, *, final: bool
     ) -> None:
         self.calls += 1
         try:
@@ -541,7 +298,7 @@ class AnswerStream:
                 await page.close(add, tasks)
             else:
                 await page.write(add, tasks, status)
-        except _Refused as refused:
+        except Refused as refused:
             if page.mode != "stream":
                 # Not even a plain post went through: the text stays unshown on the page, and
                 # the caller posts it once at the end.
@@ -560,8 +317,8 @@ class AnswerStream:
             self._pages[-1] = self._page(page.part, native=False)
             await self._send(self._pages[-1], add, [], status, final=final)
 
-    def _page(self, part: int, *, native: bool) -> _Page:
-        return _Page(
+    def _page(self, part: int, *, native: bool) -> Page:
+        return Page(
             self._client,
             self._target,
             part,
@@ -602,7 +359,7 @@ class AnswerStream:
         await self._until(self._budget.slot(self._channel("stop"), at))
         async with self._lock:
             self._closed = True
-            self._pending += final.remainder + _after_text(final.reply)
+            self._pending += final.remainder + after_text(final.reply)
             self._active.clear()
             await self._flush(final=True)
             return Written(final, self._shown(), self._unshown())
@@ -651,60 +408,10 @@ class AnswerStream:
                 loading_messages=list(loading) or None,
             )
         except SlackApiError as exc:
-            if _transient(exc):
+            if transient(exc):
                 return
             log.info("assistant.threads.setStatus refused in %s (%s)", t.tenant, error_code(exc))
             self._workspaces.no_status.add(t.tenant)
             self._assistant_status = False
         except Exception as exc:  # a courtesy: never fails the answer
             log.debug("assistant.threads.setStatus failed: %s", type(exc).__name__)
-
-
-# -- splitting -----------------------------------------------------------------------------------
-
-_FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)$")
-# Kept free at a message's end: a code block open there is closed after what was shown.
-_FENCE_ROOM = 8
-
-
-def _hold(limit: int) -> int:
-    """How close to a message's end text goes out by whole lines only."""
-    return min(1_000, limit // 4)
-
-
-def _fit(written: str, add: str, limit: int) -> tuple[str, str | None]:
-    """What of `add` still goes into the message that holds `written`, and what opens the
-    next one (None: everything fits). Cut at the best boundary `split_parts` finds; a code
-    block open at the cut is closed here and reopened there."""
-    if len(written) + len(add) <= limit - _FENCE_ROOM:
-        return add, None
-    whole = written + add
-    parts = split_parts(whole, limit - _FENCE_ROOM)
-    first = parts[0]
-    if len(first.original) >= len(written):
-        nxt = parts[1] if len(parts) > 1 else None
-        rest = whole[len(first.original) :]
-        return first.original[len(written) :] + first.tail, (nxt.head if nxt else "") + rest
-    # The best boundary lies in text already shown: this message ends where it is.
-    opener = _open_fence(written)
-    if opener is None:
-        return "", add
-    chars = _FENCE.match(opener)["fence"]  # type: ignore[index]
-    close = ("" if written.endswith("\n") else "\n") + chars + "\n"
-    return close, opener + "\n" + add
-
-
-def _open_fence(text: str) -> str | None:
-    """The opening line of the code block still open at the end of `text`, if any."""
-    opener: str | None = None
-    chars = ""
-    for line in text.split("\n"):
-        m = _FENCE.match(line)
-        if m is None:
-            continue
-        if opener is None:
-            if not (m["fence"][0] == "`" and "`" in m["info"]):
-                opener, chars = line.lstrip(" "), m["fence"]
-        elif m["fence"][0] == chars[0] and len(m["fence"]) >= len(chars) and not m["info"].strip():
-            opener = None
-    return opener

@@ -19,11 +19,9 @@ from adapters.slack.stream import (
     Call,
     ChannelBudget,
     Pacing,
-    StreamTarget,
-    Workspaces,
     Written,
-    _fit,
 )
+from adapters.slack.stream_message import StreamTarget, Workspaces, fit
 from adapters.slack.web import make_web_client
 from core import messages
 from core.request import Reply
@@ -450,7 +448,7 @@ async def test_a_long_answer_continues_in_further_messages_at_boundaries(h: Harn
 def test_fit_keeps_each_message_in_its_limit_and_loses_nothing(
     written: str, add: str, limit: int
 ) -> None:
-    keep, rest = _fit(written, add, limit)
+    keep, rest = fit(written, add, limit)
     if rest is None:
         assert keep == add and len(written + add) <= limit
         return
