@@ -26,7 +26,8 @@ from adapters.discord import delivery
 from adapters.discord.config import DiscordConfig
 from adapters.discord.inbound import describe, mentions_me, names_of, origin_of
 from adapters.discord.lib import discord
-from adapters.discord.stream import ChannelSurface, InteractionSurface, Ledger, StreamWriter
+from adapters.discord.stream import StreamWriter
+from adapters.discord.surfaces import ChannelSurface, InteractionSurface, Ledger
 from adapters.discord.translate import (
     PLATFORM,
     Origin,

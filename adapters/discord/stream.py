@@ -27,192 +27,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from adapters.background import last_word
-from adapters.discord import delivery
 from adapters.discord.lib import discord
-from adapters.discord.translate import MESSAGE_LIMIT, PLATFORM, Outgoing
+from adapters.discord.live_text import live_split, open_fence, status_line
+from adapters.discord.surfaces import Ledger, Surface
+from adapters.discord.translate import MESSAGE_LIMIT, Outgoing
 from adapters.pacing import Pacing
-from adapters.text import split_markdown, split_parts
+from adapters.text import split_markdown
 from core import messages
 from core.streaming import Finished, ReplyEvent, Status, TextDelta, ToolFinished, ToolStarted
 
 if TYPE_CHECKING:
-    from core.events import EventLedger
-    from core.outbox.cut import CutNotes, Where
+    pass
 
 log = logging.getLogger("threadline.discord")
-
-# A CommonMark fence line (as adapters/text.py reads them): up to three spaces, then three or
-# more backticks or tildes and an optional info string.
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-
-
-def open_fence(text: str) -> tuple[str, str] | None:
-    """The code block still open at the end of `text`, as (its opening line, its fence run),
-    or None. Used to close a block for display and to reopen it where a message continues."""
-    opened: tuple[str, str] | None = None
-    for line in text.splitlines():
-        m = _FENCE.match(line)
-        if m is None:
-            continue
-        run, info = m[1], m[2]
-        if opened is None:
-            if not (run[0] == "`" and "`" in info):  # backtick info strings hold no backtick
-                opened = (line.lstrip(" "), run)
-        elif run[0] == opened[1][0] and len(run) >= len(opened[1]) and not info.strip():
-            opened = None
-    return opened
-
-
-def live_parts(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
-    """The messages a growing answer can show now: every part whose end can no longer move,
-    then the part being written (text after it waits until that part is settled).
-
-    `split_parts` chooses a part's end looking at most `limit` characters past its start, plus
-    the line that overflows; once a complete line ends beyond that window, more text cannot
-    change the choice. A line too long for one part is cut into pieces from its start, and all
-    but its last piece are fixed: so a part inside one very long line is settled once another
-    two parts' worth follows. Settled parts are exactly the parts the finished text is split
-    into.
-    """
-    return [shown for shown, _ in _live(text, limit)]
-
-
-def _live(text: str, limit: int) -> list[tuple[str, str]]:
-    """`live_parts`, each with the answer's own text in it: without the fence line added to
-    close a code block the text has not closed yet (what is shown is not all written)."""
-    parts = split_parts(text, limit)
-    last_newline = text.rfind("\n")
-    out: list[tuple[str, str]] = []
-    start = 0
-    for k, part in enumerate(parts):
-        shown = part.text.strip("\n")  # as `render` strips each part
-        if shown.strip():
-            last = k == len(parts) - 1
-            out.append((shown, (part.head + part.original).strip("\n") if last else shown))
-        settled = last_newline >= start + limit or len(text) >= start + 3 * limit
-        if k == len(parts) - 1 or not settled:
-            break
-        start += len(part.original)
-    return out
-
-
-def status_line(label: str) -> str:
-    label = label.strip()
-    return f"_{label}_" if label.endswith(("…", ".")) else f"_{label}…_"
-
-
-class Surface(Protocol):
-    """Where an answer is written: a channel, thread or DM, or an app command's response."""
-
-    notes_apart: bool  # a command's progress note is a message of its own, removed at the end
-    channel: str | None  # whose edit budget edits count against (None: their own limits)
-
-    async def post(self, item: Outgoing, *, first: bool) -> Any: ...
-    async def edit(self, handle: Any, text: str) -> None: ...
-    async def delete(self, handle: Any) -> None: ...
-
-
-class ChannelSurface:
-    notes_apart = True
-
-    def __init__(
-        self, channel: discord.abc.Messageable, *, reference: discord.Message | None = None
-    ) -> None:
-        self.messageable = channel
-        self.channel = str(getattr(channel, "id", "")) or None
-        self.reference = reference  # the answer's first message replies to it
-
-    async def post(self, item: Outgoing, *, first: bool) -> Any:
-        reference = self.reference if first else None
-        return await delivery.send(self.messageable, item, reference=reference)
-
-    async def edit(self, handle: Any, text: str) -> None:
-        await handle.edit(content=text, allowed_mentions=delivery.NO_PINGS)
-
-    async def delete(self, handle: Any) -> None:
-        await handle.delete()
-
-
-class InteractionSurface:
-    """The deferred response is the first message (edited, never posted); further messages
-    are follow-ups with the visibility Discord fixed when the command was deferred."""
-
-    notes_apart = False
-    # An interaction's messages are edited through its own webhook, with limits of its own.
-    channel: str | None = None
-
-    def __init__(self, interaction: discord.Interaction, *, private: bool) -> None:
-        self.interaction = interaction
-        self.private = private
-        self._original_used = False
-
-    async def post(self, item: Outgoing, *, first: bool) -> Any:
-        file = delivery.as_file(item)
-        if not self._original_used:
-            self._original_used = True
-            if file is not None:
-                return await self.interaction.edit_original_response(
-                    content=None, attachments=[file], allowed_mentions=delivery.NO_PINGS
-                )
-            return await self.interaction.edit_original_response(
-                content=item.text, allowed_mentions=delivery.NO_PINGS
-            )
-        followup = self.interaction.followup
-        if file is not None:
-            return await followup.send(
-                file=file, ephemeral=self.private, allowed_mentions=delivery.NO_PINGS, wait=True
-            )
-        return await followup.send(
-            item.text, ephemeral=self.private, allowed_mentions=delivery.NO_PINGS, wait=True
-        )
-
-    async def edit(self, handle: Any, text: str) -> None:
-        await handle.edit(content=text, allowed_mentions=delivery.NO_PINGS)
-
-    async def delete(self, handle: Any) -> None:
-        await handle.delete()
-
-
-class Ledger:
-    """The answer's parts as recorded in `core.events`: a part recorded as posted is never
-    posted again (a resumed gateway, a second process). While the answer is visible but
-    unfinished, a note is armed in the outbox in case this process dies (`core.outbox.cut`)."""
-
-    def __init__(
-        self,
-        events: EventLedger,
-        key: str,
-        *,
-        cut_notes: CutNotes | None = None,
-        where: Where | None = None,
-    ) -> None:
-        self.events = events
-        self.key = key
-        self._notes = cut_notes if where is not None else None
-        self._where = where
-        self._armed = False
-
-    async def done(self) -> dict[int, str]:
-        return await self.events.posted(PLATFORM, self.key)
-
-    async def record(self, part: int, handle: Any) -> None:
-        await self.events.record_post(PLATFORM, self.key, part, str(handle.id))
-        if self._notes is not None and self._where is not None and not self._armed:
-            self._armed = True
-            await self._notes.arm(self._where)
-
-    async def disarm(self) -> None:
-        """The answer is finished, or its own note that it was cut went out."""
-        if self._notes is not None and self._where is not None and self._armed:
-            self._armed = False
-            await self._notes.disarm(self._where)
 
 
 @dataclass
@@ -369,7 +202,7 @@ class StreamWriter:
             line = self._status
         if not text:
             return [_View(line, note=not self._tools)] if line else []
-        parts = _live(text, self._limit)
+        parts = live_split(text, self._limit)
         views = [_View(shown, answer) for shown, answer in parts[:-1]]
         last, answer = parts[-1] if parts else ("", "")
         content = last  # a code block still open is closed for display (by `split_parts`)
@@ -572,13 +405,4 @@ class StreamWriter:
             log.warning("Discord: could not remove a streamed message (HTTP %s)", exc.status)
 
 
-__all__ = [
-    "ChannelSurface",
-    "InteractionSurface",
-    "Ledger",
-    "StreamWriter",
-    "Surface",
-    "live_parts",
-    "open_fence",
-    "status_line",
-]
+__all__ = ["StreamWriter"]

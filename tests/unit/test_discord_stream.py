@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.discord.stream import live_parts, open_fence, status_line
+from adapters.discord.live_text import live_parts, open_fence, status_line
 from adapters.discord.translate import render
 from adapters.pacing import PRUNE_AT, ChannelBudget
 from core.request import Reply
