@@ -380,7 +380,11 @@ class AnswerStream:
                 self._closed = True
                 self._active.clear()
                 if self._pages or self._pending:
-                    self._pending += f"\n\n_{messages.ANSWER_CUT}_"
+                    words = any(p.text.strip() for p in self._pages) or self._pending.strip()
+                    # After words, the note is their last line; alone, it is the message.
+                    self._pending += (
+                        f"\n\n_{messages.ANSWER_CUT}_" if words else messages.ANSWER_CUT
+                    )
                     await self._flush(final=True)
                     if self._shown() and not self._unshown():
                         self.cut_noted = True

@@ -345,17 +345,34 @@ def long_answer() -> str:
     return text
 
 
-def test_a_10000_character_answer_with_code_blocks_is_split_correctly(
+def test_a_10000_character_answer_is_one_markdown_message(
     serve_slack: StartApp, fake_slack: FakeSlack, fake_llm: FakeOpenAI
 ) -> None:
+    """Streamed answers are Markdown in messages of up to 12,000 characters (longer ones:
+    tests/integration/test_slack_stream.py)."""
     app = serve_slack()
     answer = long_answer()
     fake_llm.reply(answer)
     root = new_ts()
     app.post_event(mention("explain validation", ts=root))
     app.idle()
+    assert fake_slack.shown("C1") == [answer]
+    assert fake_slack.posted("C1")[0]["thread_ts"] == root
+
+
+def test_a_10000_character_command_answer_with_code_blocks_is_split_correctly(
+    serve_slack: StartApp, fake_slack: FakeSlack, fake_llm: FakeOpenAI
+) -> None:
+    app = serve_slack()
+    answer = long_answer()
+    fake_llm.reply(answer)
+    app.post_command(command("ask explain validation"))
+    app.idle()
 
     posted = fake_slack.posted("C1")
+    root = posted[0]["ts"]
+    assert posted[0]["text"].startswith("<@U1> used `/threadline ask explain validation`\n")
+    posted[0] = {**posted[0], "text": posted[0]["text"].split("\n", 1)[1], "thread_ts": root}
     assert len(posted) >= 4
     for m in posted:
         assert m["thread_ts"] == root
@@ -401,29 +418,29 @@ def test_a_rate_limited_post_is_retried_after_retry_after(
     serve_slack: StartApp, fake_slack: FakeSlack, fake_llm: FakeOpenAI
 ) -> None:
     app = serve_slack()
-    fake_slack.fail_next("chat.postMessage", status=429, headers={"Retry-After": "1"})
+    fake_slack.fail_next("chat.startStream", status=429, headers={"Retry-After": "1"})
     fake_llm.reply("worth the wait")
     app.post_event(mention("hi"))
     app.idle()
 
-    first, second = fake_slack.calls("chat.postMessage")
+    first, second = fake_slack.calls("chat.startStream")
     assert second.at - first.at >= 1.0  # honoured Retry-After
     assert texts(fake_slack, "C1") == ["worth the wait"]
+    assert fake_slack.throttled == 1
 
 
 def test_a_part_refused_as_too_long_is_uploaded_as_a_file_instead(
     serve_slack: StartApp, fake_slack: FakeSlack, fake_llm: FakeOpenAI
 ) -> None:
-    app = serve_slack()
+    app = serve_slack()  # a posted (not streamed) answer: a slash command's
     fake_slack.fail_next("chat.postMessage", error="msg_too_long")
     fake_llm.reply("A *dense* answer.")
-    root = new_ts()
-    app.post_event(mention("hi", ts=root))
+    app.post_command(command("ask hi"))
     app.idle()
 
     assert fake_slack.posted("C1") == []  # no half answer
     (complete,) = fake_slack.calls("files.completeUploadExternal")
-    assert complete.args["thread_ts"] == root
+    assert complete.args["channel_id"] == "C1"
     assert "too long for a chat message" in complete.args["initial_comment"]
     (uploaded,) = json.loads(complete.args["files"])
     assert fake_slack.upload(uploaded["id"]) == b"A *dense* answer."
@@ -436,18 +453,18 @@ def test_a_lost_response_does_not_post_twice_and_a_retry_posts_only_missing_part
     # 1) The answer is posted but the response is lost: the thread is read back, not re-posted.
     fake_slack.drop_next("chat.postMessage")
     fake_llm.reply("posted exactly once")
-    root = new_ts()
-    app.post_event(mention("hi", ts=root))
+    app.post_command(command("ask hi"))
     app.idle()
-    assert texts(fake_slack, "C1") == ["posted exactly once"]
+    (posted,) = texts(fake_slack, "C1")
+    assert posted.endswith("\nposted exactly once")
     assert len(fake_slack.calls("chat.postMessage")) == 1  # not re-sent
-    assert fake_slack.calls("conversations.replies")[0].args["ts"] == root
+    assert fake_slack.calls("conversations.history")  # read back instead
 
     # 2) A long answer whose second part fails transiently: the delivery is retried and posts
     # only the parts that are missing.
     fake_slack.fail_next("chat.postMessage", error="internal_error", status=500, after=1)
     fake_llm.reply(long_answer())
-    app.post_event(mention("long please", channel="C2"))
+    app.post_command(command("ask long please", channel="C2"))
     app.idle()
     posted = texts(fake_slack, "C2")
     assert len(posted) == len(set(posted)) >= 4  # every part once
@@ -455,24 +472,6 @@ def test_a_lost_response_does_not_post_twice_and_a_retry_posts_only_missing_part
     assert len(to_c2) == len(posted) + 1  # the failed part was the only one sent twice
     parts = [c.args["metadata"]["event_payload"]["part"] for c in to_c2]
     assert parts == [0, 1, *range(1, len(posted))]
-
-
-def test_long_work_shows_a_progress_line_that_is_removed_at_the_end(
-    serve_slack: StartApp, fake_slack: FakeSlack, fake_llm: FakeOpenAI
-) -> None:
-    app = serve_slack(progress_after=0.0, progress_interval=0.2)
-    fake_llm.tool_calls(("current_time", {}))
-    fake_llm.reply("It is noon.", delay=1.0)  # the model is slow after the tool ran
-    root = new_ts()
-    app.post_event(mention("what time is it?", ts=root))
-    app.idle()
-
-    progress = fake_slack.calls("chat.postMessage")[0]
-    assert "current_time" in progress.args["text"]
-    assert progress.args["thread_ts"] == root
-    (deleted,) = fake_slack.calls("chat.delete")
-    assert texts(fake_slack, "C1") == ["It is noon."]  # the progress line is gone
-    assert deleted.at > progress.at
 
 
 def test_a_long_slash_command_shows_a_progress_line_in_the_channel(
@@ -620,7 +619,7 @@ def test_serve_answers_signed_slack_traffic(
             return False
 
     wait_until(accepted, proc, log, "the signed mention to be accepted")
-    fake_slack.wait_calls("chat.postMessage", 1)
+    fake_slack.wait_calls("chat.stopStream", 1)
     assert fake_slack.posted("C1")[0]["thread_ts"] == root
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(10) == 0, log.read_text()
@@ -648,7 +647,7 @@ def test_run_uses_socket_mode_when_an_app_token_is_set(
 
     envelope = fake_slack.send_envelope("events_api", mention("hi", ts=root), timeout=20)
     assert fake_slack.wait_ack(envelope)["envelope_id"] == envelope
-    fake_slack.wait_calls("chat.postMessage", 1)
+    fake_slack.wait_calls("chat.stopStream", 1)
     assert fake_slack.posted("C1")[0]["thread_ts"] == root
     assert fake_slack.posted("C1")[0]["text"] == "answered over Socket Mode"
 

@@ -31,7 +31,7 @@ def test_ask_voice_uploads_an_mp3_into_the_thread_titled_from_the_question(
     app.post_event(mention("/ask --voice how do we deploy?", ts=root))
     app.idle()
 
-    assert texts(fake_slack, "C1") == ["We deploy with _Helm_, every day at noon."]  # mrkdwn
+    assert texts(fake_slack, "C1") == ["We deploy with *Helm*, every day at noon."]  # Markdown
     (url_call,) = fake_slack.calls("files.getUploadURLExternal")
     assert url_call.args["filename"] == "how-do-we-deploy.mp3"
     (complete,) = fake_slack.calls("files.completeUploadExternal")
