@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 
 EDIT_EVERY = 1.0  # seconds between two edits of one streamed message
@@ -49,9 +49,14 @@ class ChannelBudget:
             raise ValueError("a channel budget needs at least one write per positive interval")
         self.writes = writes
         self.per = per
-        self._slots: dict[str, deque[float]] = {}  # channel -> times of writes reserved
+        self._slots: dict[Hashable, deque[float]] = {}  # channel -> times of writes reserved
 
-    def reserve(self, channel: str, now: float) -> float:
+    @classmethod
+    def per_second(cls, rate: float) -> ChannelBudget:
+        """Writes evenly spaced: one every `1 / rate` seconds, no bursts."""
+        return cls(writes=1, per=1.0 / rate)
+
+    def reserve(self, channel: Hashable, now: float) -> float:
         """Reserve the next write to `channel`: returns when it may go out (`now` or later)."""
         if len(self._slots) > PRUNE_AT:  # forget channels (threads) quiet for a window
             quiet = [

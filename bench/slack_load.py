@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -179,7 +180,7 @@ def run(
                     send_all(urls, n, concurrency, users, channels)
                 )
                 complete = wait_replies(slack, cluster, n)
-                replies = slack.calls("chat.postMessage")
+                replies = finished_answers(slack)
                 all_posted = max(c.at for c in replies) - began if replies else float("nan")
                 time.sleep(SETTLE)  # a bench, not a test: give late duplicates time to show
             finally:
@@ -225,12 +226,18 @@ def run(
     return result
 
 
+def finished_answers(slack: FakeSlack) -> list[Any]:
+    """Answers finished in their threads: streams stopped, and messages posted whole (a
+    workspace without streaming, a refusal)."""
+    return slack.calls("chat.stopStream") + slack.calls("chat.postMessage")
+
+
 def wait_replies(slack: FakeSlack, cluster: Cluster, n: int) -> bool:
     """Wait until every mention was answered or dropped with an error logged (False: some
     neither within REPLIES_DEADLINE)."""
     end = time.monotonic() + REPLIES_DEADLINE
     while time.monotonic() < end:
-        replied = len(slack.calls("chat.postMessage"))
+        replied = len(finished_answers(slack))
         if replied >= n:
             return True
         if replied + cluster.logged(DROPPED) >= n:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from adapters.background import BackgroundWork, last_word
+from adapters.pacing import ChannelBudget
 from adapters.slack import filters
 from adapters.slack.confirm import ACTION_IDS, SlackConfirmer
 from adapters.slack.delivery import Delivery, DeliveryFailed, Target
@@ -35,7 +36,7 @@ from adapters.slack.logs import BOLT_LOGGER, quiet_logger
 from adapters.slack.mrkdwn import to_mrkdwn
 from adapters.slack.outbox import OutboxDelivery
 from adapters.slack.progress import ProgressLine
-from adapters.slack.stream import AnswerStream, ChannelBudget, Pacing
+from adapters.slack.stream import AnswerStream, Pacing
 from adapters.slack.stream_message import Record, StreamTarget, Workspaces
 from adapters.slack.translate import (
     PLATFORM,
@@ -141,7 +142,10 @@ class SlackAdapter:
         self._work = BackgroundWork("Slack")
         # What each workspace refused (streaming, edits, the assistant status), learnt once.
         self.workspaces = Workspaces()
-        self._budget = ChannelBudget(config.channel_calls_per_second or None)
+        # Calls into one channel, shared by the answers written there at once; per kind of
+        # call (Slack limits each method per channel).
+        rate = config.channel_calls_per_second
+        self._budget = ChannelBudget.per_second(rate) if rate else None
 
     # -- lifecycle -------------------------------------------------------------------------------
 

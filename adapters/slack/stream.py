@@ -37,6 +37,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.models.messages.chunk import TaskUpdateChunk
 
 from adapters.background import last_word
+from adapters.pacing import ChannelBudget
 from adapters.slack.stream_message import (
     MESSAGE_LIMIT,
     REFUSED,
@@ -86,29 +87,6 @@ class Pacing:
 Call = Literal["start", "append", "stop"]  # or the fallback's post, edit, last edit
 
 
-class ChannelBudget:
-    """Slack calls into one channel, shared by every answer being written there: at most
-    `rate` calls of one kind a second all together (Slack limits each method per channel),
-    handed out as time slots. Each answer paces itself too; the budget keeps many answers at
-    once in one busy channel under Slack's rate limits, at the cost of spacing their updates
-    further apart. Kinds apart, a new answer's first words do not queue behind the others'
-    appends, nor an answer's end behind them (None: no shared limit)."""
-
-    def __init__(self, rate: float | None = 10.0) -> None:
-        self.rate = rate
-        self._next: dict[tuple[str, str, Call], float] = {}
-
-    def slot(self, channel: tuple[str, str, Call], at: float) -> float:
-        """The time, not before `at`, at which one more call into `channel` may go out."""
-        if not self.rate:
-            return at
-        if len(self._next) > 10_000:  # forget channels whose calls are long past
-            self._next = {k: t for k, t in self._next.items() if t > at}
-        slot = max(at, self._next.get(channel, at))
-        self._next[channel] = slot + 1.0 / self.rate
-        return slot
-
-
 @dataclass(frozen=True, slots=True)
 class Written:
     """What `AnswerStream.write` did: `final` is core's last event. `shown` False: nothing
@@ -141,7 +119,7 @@ class AnswerStream:
     ) -> None:
         self._client, self._target, self._workspaces = client, target, workspaces
         self._record, self._pacing = record, pacing
-        self._budget = budget or ChannelBudget(None)
+        self._budget = budget  # None: no limit shared with other answers
         self._mode = workspaces.mode(target.tenant, native=native)
         self._assistant_status = assistant_status and target.tenant not in workspaces.no_status
         self._status_line = status_line  # `Status` lines where nothing else can show them
@@ -227,7 +205,7 @@ class AnswerStream:
             at = self._pacing.clock()
         else:
             call, at = "append", self._last_call + self._interval()
-        await self._until(self._budget.slot(self._channel(call), at))
+        await self._until(self._slot(call, at))
         async with self._lock:
             if self._closed:
                 return
@@ -327,8 +305,12 @@ class AnswerStream:
             workspaces=self._workspaces,
         )
 
-    def _channel(self, call: Call) -> tuple[str, str, Call]:
-        return (self._target.tenant, self._target.channel, call)
+    def _slot(self, call: Call, at: float) -> float:
+        """When this call may go out: kinds apart, so a new answer's first words do not queue
+        behind the others' appends, nor an answer's end behind them."""
+        if self._budget is None:
+            return at
+        return self._budget.reserve((self._target.tenant, self._target.channel, call), at)
 
     def _status_text(self) -> str:
         labels = list(self._active.values())
@@ -356,7 +338,7 @@ class AnswerStream:
             # Edits keep their pace to the last one (Slack rate-limits chat.update); a
             # stream's stop goes out at once, so the answer ends when the model does.
             at = max(at, self._last_call + self._pacing.edit_interval)
-        await self._until(self._budget.slot(self._channel("stop"), at))
+        await self._until(self._slot("stop", at))
         async with self._lock:
             self._closed = True
             self._pending += final.remainder + after_text(final.reply)

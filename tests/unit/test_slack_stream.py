@@ -12,12 +12,12 @@ from typing import Any
 import aiohttp
 import pytest
 
+from adapters.pacing import ChannelBudget
 from adapters.slack.stream import (
     LOADING_MESSAGES,
     THINKING,
     AnswerStream,
     Call,
-    ChannelBudget,
     Pacing,
     Written,
 )
@@ -477,17 +477,16 @@ async def test_an_edited_message_shows_the_running_step_until_the_text_replaces_
 
 
 def test_a_channel_budget_hands_out_slots_shared_by_all_answers_there() -> None:
-    budget = ChannelBudget(rate=4)
+    budget = ChannelBudget.per_second(4)
     appends: tuple[str, str, Call] = ("T1", "C1", "append")
-    assert [budget.slot(appends, 0.0) for _ in range(3)] == [0.0, 0.25, 0.5]
-    assert budget.slot(("T1", "C1", "start"), 0.0) == 0.0  # first words: not behind appends
-    assert budget.slot(("T1", "C2", "append"), 0.0) == 0.0  # another channel has its own
-    assert budget.slot(appends, 2.0) == 2.0  # a quiet channel: at once
-    assert ChannelBudget(None).slot(appends, 1.0) == 1.0
+    assert [budget.reserve(appends, 0.0) for _ in range(3)] == [0.0, 0.25, 0.5]
+    assert budget.reserve(("T1", "C1", "start"), 0.0) == 0.0  # first words: not behind appends
+    assert budget.reserve(("T1", "C2", "append"), 0.0) == 0.0  # another channel has its own
+    assert budget.reserve(appends, 2.0) == 2.0  # a quiet channel: at once
 
 
 async def test_answers_in_one_channel_share_its_budget(h: Harness) -> None:
-    budget = ChannelBudget(rate=4)
+    budget = ChannelBudget.per_second(4)
     first, second = Script(), Script()
     tasks = [
         start(h.writer(assistant_status=False, budget=budget), script) for script in (first, second)
