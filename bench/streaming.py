@@ -52,6 +52,26 @@ def answer_text(i: int, tokens: int) -> str:
     return "\n\n".join(lines)
 
 
+def bench_settings(work: Path, fake: FakeOpenAI, answers: int, **platform: Any) -> Any:
+    """Settings for a run in `work` (created here), the fake model answering; `platform`:
+    the chat platform's own settings."""
+    from config.settings import load_settings
+
+    work.mkdir(parents=True, exist_ok=True)
+    policy = work / "policy.toml"
+    policy.write_text(POLICY)
+    return load_settings(
+        data_dir=work / "data",
+        policy_file=policy,
+        llm_base_url=fake.url,
+        llm_model="fake-model",
+        llm_max_retries=0,
+        max_concurrent_requests=answers,
+        skills_examples=False,
+        **platform,
+    )
+
+
 @dataclass
 class CoreRun:
     first_words: list[float] = field(default_factory=list)
@@ -66,21 +86,9 @@ class CoreRun:
 async def run_core(fake: FakeOpenAI, work: Path, answers: int, tokens: int) -> CoreRun:
     from adapters.console.translate import ConsoleIdentity, to_request
     from bot.app import build_app
-    from config.settings import load_settings
     from core.streaming import Finished, TextDelta
 
-    await asyncio.to_thread(work.mkdir, parents=True, exist_ok=True)
-    policy = work / "policy.toml"
-    policy.write_text(POLICY)
-    settings = load_settings(
-        data_dir=work / "data",
-        policy_file=policy,
-        llm_base_url=fake.url,
-        llm_model="fake-model",
-        llm_max_retries=0,
-        max_concurrent_requests=answers,
-        skills_examples=False,
-    )
+    settings = await asyncio.to_thread(bench_settings, work, fake, answers)
     texts = {f"question {i}": answer_text(i, tokens) for i in range(answers)}
     fake.responder = lambda body: _answer_for(body, texts)
     app = build_app(settings)
@@ -153,23 +161,16 @@ def run_slack(
     second per method and channel, as Slack's per-channel limits do)."""
     from itertools import pairwise
 
-    from config.settings import load_settings
     from tests.fakes.slack_api import FakeSlack
     from tests.fakes.slack_events import SIGNING_SECRET, ServedApp, mention, new_ts
 
     slack = FakeSlack().start()
     for method in (*SLACK_WRITES, "chat.postMessage", "chat.update"):
         slack.limit_rate(method, limit)
-    policy = work / "policy.toml"
-    policy.write_text(POLICY)
-    settings = load_settings(
-        data_dir=work / "data",
-        policy_file=policy,
-        llm_base_url=fake.url,
-        llm_model="fake-model",
-        llm_max_retries=0,
-        max_concurrent_requests=answers,
-        skills_examples=False,
+    settings = bench_settings(
+        work,
+        fake,
+        answers,
         slack_bot_token=slack.bot_token,
         slack_signing_secret=SIGNING_SECRET,
         slack_api_url=slack.api_url,
@@ -260,23 +261,16 @@ async def run_discord(fake: FakeOpenAI, work: Path, answers: int, tokens: int) -
     from adapters.discord.config import DiscordConfig
     from adapters.discord.translate import render
     from bot.app import build_app
-    from config.settings import load_settings
     from core.request import Reply
     from tests.fakes.discord_server import FakeDiscord
 
     discord = await FakeDiscord().start()
     discord.limit_channel_edits(5, 5.0)
-    await asyncio.to_thread(work.mkdir, parents=True, exist_ok=True)
-    policy = work / "policy.toml"
-    await asyncio.to_thread(policy.write_text, POLICY)
-    settings = load_settings(
-        data_dir=work / "data",
-        policy_file=policy,
-        llm_base_url=fake.url,
-        llm_model="fake-model",
-        llm_max_retries=0,
-        max_concurrent_requests=answers,
-        skills_examples=False,
+    settings = await asyncio.to_thread(
+        bench_settings,
+        work,
+        fake,
+        answers,
         discord_token=discord.token,
         discord_api_url=discord.api_url,
     )

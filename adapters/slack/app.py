@@ -406,7 +406,7 @@ class SlackAdapter:
                 rest_target = replace(target, delivery_key=f"{key}:rest")
                 rest = replace(reply, text=written.rest, notices=(), citations=(), attachments=())
                 await self._deliver(rest_target, rest)  # (the rest holds the notices already)
-            await self._deliver_attachments(target, reply)
+            await self._deliver(target, reply, files_only=True)
         if armed and notes is not None:
             await notes.disarm(where)
 
@@ -503,17 +503,12 @@ class SlackAdapter:
             if posted.get(0) and not posted[0].startswith(("file:", "response_url")):
                 await self.core.events.mark_thread(PLATFORM, tenant, target.channel, posted[0])
 
-    async def _deliver(self, target: Target, reply: Reply) -> None:
+    async def _deliver(self, target: Target, reply: Reply, *, files_only: bool = False) -> None:
+        """Post the reply (`files_only`: just its attachments, the text was streamed)."""
         assert self._delivery is not None
+        deliver = self._delivery.deliver_attachments if files_only else self._delivery.deliver
         try:
-            await self._delivery.deliver(target, reply)
-        except DeliveryFailed:
-            pass  # logged with its Slack error code by the delivery
-
-    async def _deliver_attachments(self, target: Target, reply: Reply) -> None:
-        assert self._delivery is not None
-        try:
-            await self._delivery.deliver_attachments(target, reply)
+            await deliver(target, reply)
         except DeliveryFailed:
             pass  # logged with its Slack error code by the delivery
 
