@@ -389,7 +389,7 @@ class Settings(BaseSettings):
     )
     slack_assistant_status: bool = Field(
         True,
-        description="Show Slack's \"is thinking…\" status (`assistant.threads.setStatus`) until "
+        description="Show Slack's 'is thinking…' status (`assistant.threads.setStatus`) until "
         "the first words of an answer arrive",
     )
     discord_token: SecretStr | None = Field(

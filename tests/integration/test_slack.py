@@ -455,8 +455,8 @@ def test_a_lost_response_does_not_post_twice_and_a_retry_posts_only_missing_part
     fake_llm.reply("posted exactly once")
     app.post_command(command("ask hi"))
     app.idle()
-    (posted,) = texts(fake_slack, "C1")
-    assert posted.endswith("\nposted exactly once")
+    (once,) = texts(fake_slack, "C1")
+    assert once.endswith("\nposted exactly once")
     assert len(fake_slack.calls("chat.postMessage")) == 1  # not re-sent
     assert fake_slack.calls("conversations.history")  # read back instead
 
