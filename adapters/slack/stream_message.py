@@ -312,13 +312,20 @@ def fit(written: str, add: str, limit: int) -> tuple[str, str | None]:
         nxt = parts[1] if len(parts) > 1 else None
         rest = whole[len(first.original) :]
         return first.original[len(written) :] + first.tail, (nxt.head if nxt else "") + rest
-    # The best boundary lies in text already shown: this message ends where it is.
+    # The best boundary lies in text already shown: this message ends at the end of the line
+    # being written (cut mid-line, a code line would go on unindented in the next message), or
+    # where it is when that line does not fit.
+    done = ""
+    newline = add.find("\n")
+    if not written.endswith("\n") and 0 <= newline and len(written) + newline < limit - _FENCE_ROOM:
+        done, add = add[: newline + 1], add[newline + 1 :]
+        written += done
     opener = _open_fence(written)
     if opener is None:
-        return "", add
+        return done, add
     chars = _FENCE.match(opener)["fence"]  # type: ignore[index]
     close = ("" if written.endswith("\n") else "\n") + chars + "\n"
-    return close, opener + "\n" + add
+    return done + close, opener + "\n" + add
 
 
 def _open_fence(text: str) -> str | None:

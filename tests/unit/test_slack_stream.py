@@ -579,3 +579,19 @@ async def test_without_the_assistant_status_a_long_command_reports_to_the_progre
     (post,) = h.fake.calls("chat.postMessage")  # a reply with nothing streamed: posted once
     assert post.args["blocks"] == [{"type": "markdown", "text": "Indexed `api`."}]
     assert h.fake.calls("chat.startStream") == h.fake.calls("chat.update") == []
+
+
+def test_a_message_full_in_the_middle_of_a_code_line_ends_with_that_line() -> None:
+    # Words went out before the message's end came near, ending mid-line ("    ste"); the
+    # next message must not start with the rest of that line, unindented and cut.
+    written = (
+        "Intro.\n\n```python\ndef run():\n"
+        + "".join(f"    step_{i}()\n" for i in range(8))
+        + "    ste"
+    )
+    add = "p_8()\n" + "".join(f"    step_{i}()\n" for i in range(9, 20))
+    keep, rest = fit(written, add, 200)
+    assert rest is not None
+    assert keep.startswith("p_8()\n") and keep.endswith("```\n")  # the line, then the closer
+    assert rest.startswith("```python\n    step_9()\n")  # reopened at a whole line
+    assert len(written + keep) <= 200
