@@ -95,14 +95,13 @@ def create_http_app(
 
 async def start_slack(app: App, mode: str) -> SlackAdapter | None:
     """The started Slack adapter, or None after printing why it cannot start."""
-    from adapters.slack.app import SlackStartupError
-    from adapters.slack.web import SlackConfigError
     from bot.app import build_slack
+    from core.errors import ConfigError
 
     try:
         slack = build_slack(app, "socket" if mode == "socket" else "http")
         await slack.start()
-    except (SlackConfigError, SlackStartupError) as exc:
+    except ConfigError as exc:  # SlackConfigError, SlackStartupError
         print(f"Threadline cannot start: {exc}", file=sys.stderr)
         return None
     return slack

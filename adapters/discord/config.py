@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from adapters.pacing import Pacing
 from config.settings import DEFAULT_DISCORD_UPLOAD_LIMIT
+from core.errors import ConfigError
 
 if TYPE_CHECKING:
     from config.settings import Settings
 
 
-class DiscordStartupError(Exception):
+class DiscordStartupError(ConfigError):
     """The Discord client cannot run with these settings or could not connect; `str()` says
     why, without secrets. The worker exits non-zero so its supervisor restarts it."""
 

@@ -48,6 +48,7 @@ from adapters.slack.translate import (
 )
 from adapters.slack.web import SlackConfigError, api_base_url, make_web_client
 from core import messages
+from core.errors import ConfigError
 
 if TYPE_CHECKING:
     import aiohttp
@@ -72,7 +73,7 @@ log = logging.getLogger("threadline.slack")
 Mode = Literal["http", "socket"]
 
 
-class SlackStartupError(Exception):
+class SlackStartupError(ConfigError):
     """Slack cannot work with these settings; `str()` says why, without secrets."""
 
 

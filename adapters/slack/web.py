@@ -15,12 +15,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.logs import WEB_LOGGER, quiet_logger
+from core.errors import ConfigError
 
 if TYPE_CHECKING:
     import aiohttp
@@ -43,7 +45,7 @@ NOT_REPEATABLE = frozenset(
 )
 
 
-class SlackConfigError(ValueError):
+class SlackConfigError(ConfigError, ValueError):
     """The Slack settings cannot work; `str()` says which variable to fix (no secrets)."""
 
 
@@ -64,22 +66,14 @@ def _method(request: HttpRequest) -> str:
     return request.url.rstrip("/").rsplit("/", 1)[-1]
 
 
-class RateLimitRetry(AsyncRetryHandler):
-    """Retry a 429 after the `Retry-After` seconds Slack asked for (capped)."""
+class RateLimitRetry(AsyncRateLimitErrorRetryHandler):
+    """slack_sdk's 429 retry, waiting what `Retry-After` asks but never longer than `max_wait`
+    (a proxy's "retry in an hour" must not hold an answer), and reading fractional or
+    malformed values instead of failing on them as slack_sdk's `int()` would."""
 
     def __init__(self, max_retry_count: int = 3, max_wait: float = 60.0) -> None:
         super().__init__(max_retry_count=max_retry_count)
         self.max_wait = max_wait
-
-    async def _can_retry_async(
-        self,
-        *,
-        state: RetryState,
-        request: HttpRequest,
-        response: HttpResponse | None = None,
-        error: Exception | None = None,
-    ) -> bool:
-        return response is not None and response.status_code == 429
 
     async def prepare_for_next_attempt_async(
         self,
