@@ -377,7 +377,8 @@ def build_slack(app: App, mode: Literal["http", "socket"], **tuning: float) -> S
     """The Slack adapter on this app's core. Raises `SlackConfigError` naming the variable.
 
     `tuning` overrides timing knobs of `SlackConfig` (tests, benchmarks)."""
-    from adapters.slack.app import SlackAdapter, SlackConfig
+    from adapters.slack.app import SlackAdapter
+    from adapters.slack.config import SlackConfig
 
     s = app.settings
     config = SlackConfig(

@@ -23,19 +23,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from adapters.background import BackgroundWork, last_word
 from adapters.pacing import ChannelBudget
 from adapters.slack import filters
+from adapters.slack.config import Mode, SlackConfig, SlackStartupError
 from adapters.slack.confirm import ACTION_IDS, SlackConfirmer
 from adapters.slack.delivery import Delivery, DeliveryFailed, Target
 from adapters.slack.filters import BotIdentity
 from adapters.slack.logs import BOLT_LOGGER, quiet_logger
-from adapters.slack.mrkdwn import to_mrkdwn
 from adapters.slack.outbox import OutboxDelivery
-from adapters.slack.progress import ProgressLine
+from adapters.slack.progress import ProgressLine, progress_line
 from adapters.slack.stream import AnswerStream, Pacing
 from adapters.slack.stream_message import Record, StreamTarget, Workspaces
 from adapters.slack.translate import (
@@ -46,9 +46,8 @@ from adapters.slack.translate import (
     thread_of,
     to_request,
 )
-from adapters.slack.web import SlackConfigError, api_base_url, make_web_client
+from adapters.slack.web import make_web_client
 from core import messages
-from core.errors import ConfigError
 
 if TYPE_CHECKING:
     import aiohttp
@@ -69,49 +68,6 @@ if TYPE_CHECKING:
     from core.service import Core
 
 log = logging.getLogger("threadline.slack")
-
-Mode = Literal["http", "socket"]
-
-
-class SlackStartupError(ConfigError):
-    """Slack cannot work with these settings; `str()` says why, without secrets."""
-
-
-@dataclass(frozen=True, slots=True)
-class SlackConfig:
-    bot_token: str | None
-    signing_secret: str | None = None
-    app_token: str | None = None
-    api_url: str | None = None
-    progress_after: float = 3.0  # seconds of work before a progress line appears
-    progress_interval: float = 1.0  # at most one edit of it per interval
-    max_retry_wait: float = 60.0  # longest Retry-After honoured on a 429
-    delivery_backoff: float = 1.0  # first pause before re-delivering after a transient failure
-    stream: bool = True  # Slack's streaming methods (SLACK_STREAM); off: a message edited
-    assistant_status: bool = True  # "is thinking…" until the first words (SLACK_ASSISTANT_STATUS)
-    stream_interval: float = 0.25  # at most one stream call per interval after the first words
-    edit_interval: float = 1.0  # at most one edit of a fallback message per interval
-    # Stream calls and edits into one channel, all answers there together, per second (0: off).
-    channel_calls_per_second: float = 10.0
-
-    def check(self, mode: Mode) -> None:
-        """Fail fast with a message naming the variable (bolt would accept the request and
-        answer 500 for an empty signing secret, or drop events after a failed auth.test)."""
-        if not self.bot_token:
-            raise SlackConfigError(
-                "SLACK_BOT_TOKEN is not set: the Slack adapter needs the bot token (xoxb-...)"
-            )
-        if mode == "http" and not self.signing_secret:
-            raise SlackConfigError(
-                "SLACK_SIGNING_SECRET is empty: Slack HTTP mode verifies every request with it "
-                "(Basic Information > App Credentials in the Slack app settings)"
-            )
-        if mode == "socket" and not (self.app_token or "").startswith("xapp-"):
-            raise SlackConfigError(
-                "SLACK_APP_TOKEN must be an app-level token (xapp-...) with connections:write "
-                "for Socket Mode"
-            )
-        api_base_url(self.api_url)
 
 
 class SlackAdapter:
@@ -518,28 +474,8 @@ class SlackAdapter:
         await self._client.chat_postMessage(channel=channel, thread_ts=thread, text=text)
 
     def _progress_line(self, channel: str, thread: str | None) -> ProgressLine:
-        client = self._client
-        assert client is not None
-
-        async def post(text: str) -> str:
-            resp = await client.chat_postMessage(
-                channel=channel, thread_ts=thread, text=to_mrkdwn(text)
-            )
-            return str(resp["ts"])
-
-        async def edit(ts: str, text: str) -> None:
-            await client.chat_update(channel=channel, ts=ts, text=to_mrkdwn(text))
-
-        async def delete(ts: str) -> None:
-            await client.chat_delete(channel=channel, ts=ts)
-
-        return ProgressLine(
-            post,
-            edit,
-            delete,
-            delay=self.config.progress_after,
-            interval=self.config.progress_interval,
-        )
+        assert self._client is not None
+        return progress_line(self._client, channel, thread, self.config)
 
     async def _react(self, method: str, channel: str, ts: str) -> None:
         """:eyes: while working. A courtesy: failures (already_reacted...) are ignored."""

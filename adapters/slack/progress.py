@@ -12,6 +12,14 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from adapters.slack.mrkdwn import to_mrkdwn
+
+if TYPE_CHECKING:
+    from slack_sdk.web.async_client import AsyncWebClient
+
+    from adapters.slack.config import SlackConfig
 
 log = logging.getLogger("threadline.slack")
 
@@ -93,3 +101,25 @@ class ProgressLine:
                 await self._delete(message)
             except Exception as exc:
                 log.warning("removing the progress line failed: %s", type(exc).__name__)
+
+
+def progress_line(
+    client: AsyncWebClient, channel: str, thread: str | None, config: SlackConfig
+) -> ProgressLine:
+    """A progress line in `thread` (None: the channel), written as mrkdwn through `client`."""
+
+    async def post(text: str) -> str:
+        resp = await client.chat_postMessage(
+            channel=channel, thread_ts=thread, text=to_mrkdwn(text)
+        )
+        return str(resp["ts"])
+
+    async def edit(ts: str, text: str) -> None:
+        await client.chat_update(channel=channel, ts=ts, text=to_mrkdwn(text))
+
+    async def delete(ts: str) -> None:
+        await client.chat_delete(channel=channel, ts=ts)
+
+    return ProgressLine(
+        post, edit, delete, delay=config.progress_after, interval=config.progress_interval
+    )
