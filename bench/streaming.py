@@ -225,12 +225,10 @@ def slack_table(label: str, run: SlackRun) -> str:
         [
             f"**{label}**",
             "",
-            "| measure | p50 | p95 | max |",
-            "|---|---:|---:|---:|",
-            f"| model's first piece → first words in the thread | {ms(run.first_words, 50)} | "
-            f"{ms(run.first_words, 95)} | {ms(run.first_words, 100)} |",
-            f"| model's last piece → message finished (`chat.stopStream`) | "
-            f"{ms(run.finished, 50)} | {ms(run.finished, 95)} | {ms(run.finished, 100)} |",
+            *latency_rows(
+                ("model's first piece → first words in the thread", run.first_words),
+                ("model's last piece → message finished (`chat.stopStream`)", run.finished),
+            ),
             "",
             f"- answers streamed: {run.answered}; final text differing from the model's: "
             f"{run.wrong}",
@@ -326,12 +324,10 @@ def discord_table(label: str, run: DiscordRun) -> str:
         [
             f"**{label}**",
             "",
-            "| measure | p50 | p95 | max |",
-            "|---|---:|---:|---:|",
-            f"| model's first piece → first words in the thread | {ms(run.first_words, 50)} | "
-            f"{ms(run.first_words, 95)} | {ms(run.first_words, 100)} |",
-            f"| model's last piece → final edit | {ms(run.finished, 50)} | "
-            f"{ms(run.finished, 95)} | {ms(run.finished, 100)} |",
+            *latency_rows(
+                ("model's first piece → first words in the thread", run.first_words),
+                ("model's last piece → final edit", run.finished),
+            ),
             "",
             f"- answers: {run.answered}; final messages differing from the non-streamed "
             f"rendering: {run.wrong}",
@@ -341,6 +337,14 @@ def discord_table(label: str, run: DiscordRun) -> str:
             f"- 429s from Discord: {run.throttled}",
         ]
     )
+
+
+def latency_rows(*rows: tuple[str, list[float]]) -> list[str]:
+    """A Markdown table of latencies: p50, p95 and max of each measure."""
+    lines = ["| measure | p50 | p95 | max |", "|---|---:|---:|---:|"]
+    for name, values in rows:
+        lines.append(f"| {name} | {ms(values, 50)} | {ms(values, 95)} | {ms(values, 100)} |")
+    return lines
 
 
 def ms(values: list[float], p: float) -> str:
@@ -357,12 +361,10 @@ def core_table(run: CoreRun, short: CoreRun, args: argparse.Namespace) -> str:
             f"{args.answers} answers at once, {args.tokens} tokens each, the fake model at "
             f"{args.rate:g} tokens/s after {args.first_token:g} s; `Core.stream` (no platform).",
             "",
-            "| measure | p50 | p95 | max |",
-            "|---|---:|---:|---:|",
-            f"| model's first piece → first words in core | {ms(run.first_words, 50)} | "
-            f"{ms(run.first_words, 95)} | {ms(run.first_words, 100)} |",
-            f"| model's last piece → final reply | {ms(run.finished, 50)} | "
-            f"{ms(run.finished, 95)} | {ms(run.finished, 100)} |",
+            *latency_rows(
+                ("model's first piece → first words in core", run.first_words),
+                ("model's last piece → final reply", run.finished),
+            ),
             "",
             f"- CPU of the event loop's thread: {run.cpu:.2f} s for {run.tokens} tokens "
             f"({per_token:.0f} µs per token with each request's fixed work), {run.deltas} "
