@@ -1,8 +1,9 @@
 """One retry schedule: exponential backoff with jitter, for every loop that retries.
 
-Used by the outbox (a failed delivery waits 10 s, 20 s, 40 s ... up to 30 min) and by MCP
-reconnects (1 s doubling to 60 s). Jitter keeps processes that failed together from retrying
-in step.
+Used by the outbox (a failed delivery waits 10 s, 20 s, 40 s ... up to 30 min), MCP reconnects
+(1 s doubling to 60 s), Slack's re-delivery of a reply after a transient failure, and start-up
+waiting for a schema another process is migrating. Jitter keeps processes that failed together
+from retrying in step.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from slack_sdk.errors import SlackApiError
 from adapters.slack.translate import PLATFORM, render
 from adapters.text import reply_markdown
 from core import messages
+from core.backoff import Backoff
 
 if TYPE_CHECKING:
     import aiohttp
@@ -77,11 +78,13 @@ class Delivery:
         attempts: int = 3,
         backoff: float = 1.0,
     ) -> None:
+        """`backoff`: the pause after the first transient failure, doubling (with jitter, the
+        schedule every retry loop uses: `core.backoff`) up to ten times it."""
         self._client = client
         self._events = events
         self._session = session
         self._attempts = attempts
-        self._backoff = backoff
+        self._backoff = Backoff(first=backoff, limit=backoff * 10)
 
     async def deliver(self, target: Target, reply: Reply) -> None:
         """Post the reply; retries transient failures, posting only what is missing."""
@@ -98,7 +101,7 @@ class Delivery:
                         attempt,
                     )
                     raise
-                await asyncio.sleep(self._backoff * attempt)
+                await asyncio.sleep(self._backoff.delay(attempt))
 
     async def _deliver_once(self, target: Target, reply: Reply) -> None:
         parts = render(reply)

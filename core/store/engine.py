@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.backoff import Backoff
 from core.errors import ConfigError
 from core.store.schema import (
     DERIVED_TABLES,
@@ -50,6 +51,8 @@ __all__ = [
 # revision that does not fit the schema) fails the same way again: it is never retried, since
 # each try of an upgrade on SQLite began with a copy of the whole file.
 _LOCKED_ATTEMPTS = 5
+# Another process is migrating: 50 ms doubling, with jitter so waiting processes spread out.
+SCHEMA_LOCKED = Backoff(first=0.05, limit=5.0)
 _DDL_LOCK = 0x7468726561646C6E  # any constant bigint: "threadln" in ASCII
 
 
@@ -210,7 +213,7 @@ class Database:
                     if not transient(exc) or attempt == _LOCKED_ATTEMPTS - 1:
                         raise
                     log.info("the schema is locked by another process; trying again")
-                    await asyncio.sleep(0.05 * 2**attempt)
+                    await asyncio.sleep(SCHEMA_LOCKED.delay(attempt + 1))
             self._ready = True
             return change
 
