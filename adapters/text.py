@@ -77,6 +77,27 @@ class _Line:
     continued: bool  # the next _Line is the rest of the same input line
 
 
+def open_fence(text: str) -> tuple[str, str] | None:
+    """The code block still open at the end of `text`, as (its opening line, its fence run),
+    or None: to close a block for display where a message ends and reopen it where the next
+    one goes on (streamed answers)."""
+    fence: _Fence | None = None
+    for line in text.splitlines():
+        if fence is None:
+            fence = _opener(line)
+        elif fence.closes(line):
+            fence = None
+    return (fence.opener, fence.chars) if fence is not None else None
+
+
+def _opener(line: str) -> _Fence | None:
+    m = _FENCE.match(line.rstrip("\n"))
+    # A backtick fence's info string cannot contain backticks (CommonMark).
+    if m is None or (m["fence"][0] == "`" and "`" in m["info"]):
+        return None
+    return _Fence(line.rstrip("\n").lstrip(" "), m["fence"])
+
+
 def split_markdown(text: str, limit: int) -> list[str]:
     """Split Markdown into parts of at most `limit` characters (see the module docstring)."""
     return [p.text for p in split_parts(text, limit)]
@@ -108,11 +129,8 @@ def _annotate(text: str, limit: int) -> list[_Line]:
     for raw in raw_lines:
         before, opens, closes = fence, False, False
         if fence is None:
-            m = _FENCE.match(raw.rstrip("\n"))
-            # A backtick fence's info string cannot contain backticks (CommonMark).
-            if m and not (m["fence"][0] == "`" and "`" in m["info"]):
-                fence = _Fence(raw.rstrip("\n").lstrip(" "), m["fence"])
-                opens = True
+            fence = _opener(raw)
+            opens = fence is not None
         elif fence.closes(raw):
             fence, closes = None, True
         contexts.append((before, fence, opens, closes))

@@ -4,31 +4,8 @@ agree), where a code block is open, and a tool step's status line."""
 
 from __future__ import annotations
 
-import re
-
 from adapters.discord.translate import MESSAGE_LIMIT
 from adapters.text import split_parts
-
-# A CommonMark fence line (as adapters/text.py reads them): up to three spaces, then three or
-# more backticks or tildes and an optional info string.
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-
-
-def open_fence(text: str) -> tuple[str, str] | None:
-    """The code block still open at the end of `text`, as (its opening line, its fence run),
-    or None. Used to close a block for display and to reopen it where a message continues."""
-    opened: tuple[str, str] | None = None
-    for line in text.splitlines():
-        m = _FENCE.match(line)
-        if m is None:
-            continue
-        run, info = m[1], m[2]
-        if opened is None:
-            if not (run[0] == "`" and "`" in info):  # backtick info strings hold no backtick
-                opened = (line.lstrip(" "), run)
-        elif run[0] == opened[1][0] and len(run) >= len(opened[1]) and not info.strip():
-            opened = None
-    return opened
 
 
 def live_parts(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:

@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING, Any
 
 from adapters.background import last_word
 from adapters.discord.lib import discord
-from adapters.discord.live_text import live_split, open_fence, status_line
+from adapters.discord.live_text import live_split, status_line
 from adapters.discord.surfaces import Ledger, Surface
 from adapters.discord.translate import MESSAGE_LIMIT, Outgoing
 from adapters.pacing import Pacing
-from adapters.text import split_markdown
+from adapters.text import open_fence, split_markdown
 from core import messages
 from core.streaming import Finished, ReplyEvent, Status, TextDelta, ToolFinished, ToolStarted
 

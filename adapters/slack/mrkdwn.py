@@ -38,6 +38,16 @@ _TOKEN_RE = re.compile("\ue000(\\d+)\ue001")
 _BOLD_MARK = "\ue002"
 
 
+_CONTROL = re.compile(r"<(?=[!@#])")
+
+
+def defuse(text: str) -> str:
+    """Markdown for Slack (streamed `markdown_text`, `markdown` blocks) keeps its `<`, but never
+    as the start of a control sequence: a zero-width space after a `<` that `!`, `@` or `#`
+    follows, so model output cannot ping `<!channel>` or a user. It reads the same."""
+    return _CONTROL.sub("<\u200b", text)
+
+
 def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 

@@ -38,6 +38,7 @@ from slack_sdk.models.messages.chunk import TaskUpdateChunk
 
 from adapters.background import last_word
 from adapters.pacing import ChannelBudget
+from adapters.slack.mrkdwn import defuse
 from adapters.slack.stream_message import (
     MESSAGE_LIMIT,
     REFUSED,
@@ -125,6 +126,9 @@ class AnswerStream:
         self._status_line = status_line  # `Status` lines where nothing else can show them
         self._pages: list[Page] = []
         self._pending = ""
+        # A `<` that ended a delta waits for the next one: what follows it decides whether it
+        # would open a Slack control sequence (`defuse`).
+        self._carry = ""
         self._tasks: dict[str, TaskUpdateChunk] = {}  # task updates not sent yet, by call id
         self._active: dict[str, str] = {}  # tool steps running: call id -> label
         self._last_call: float | None = None
@@ -162,16 +166,20 @@ class AnswerStream:
                 await self._status_line(event.text)
             return
         if isinstance(event, TextDelta):
-            self._pending += event.text
+            text = self._carry + event.text
+            self._carry = "<" if text.endswith("<") else ""
+            self._pending += defuse(text[: len(text) - len(self._carry)])
         elif isinstance(event, ToolStarted):
             self._active[event.call_id] = event.label
             self._tasks[event.call_id] = TaskUpdateChunk(
-                id=event.call_id, title=event.label, status="in_progress"
+                id=event.call_id, title=defuse(event.label), status="in_progress"
             )
         elif isinstance(event, ToolFinished):
             self._active.pop(event.call_id, None)
             self._tasks[event.call_id] = TaskUpdateChunk(
-                id=event.call_id, title=event.label, status="complete" if event.ok else "error"
+                id=event.call_id,
+                title=defuse(event.label),
+                status="complete" if event.ok else "error",
             )
         elif isinstance(event, Status):
             # A long command's progress: under the thread while nothing is shown (Slack's
@@ -314,7 +322,7 @@ class AnswerStream:
 
     def _status_text(self) -> str:
         labels = list(self._active.values())
-        return f"{labels[-1]}…" if labels else ""
+        return f"{defuse(labels[-1])}…" if labels else ""
 
     async def _finish(self, final: Finished) -> Written:
         """Write the pending text and the reply's remainder and close the pages."""
@@ -341,7 +349,9 @@ class AnswerStream:
         await self._until(self._slot("stop", at))
         async with self._lock:
             self._closed = True
-            self._pending += final.remainder + after_text(final.reply)
+            rest = self._carry + final.remainder + after_text(final.reply)
+            self._carry = ""
+            self._pending += defuse(rest)
             self._active.clear()
             await self._flush(final=True)
             return Written(final, self._shown(), self._unshown())

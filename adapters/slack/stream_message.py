@@ -12,7 +12,6 @@ reopened.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -22,7 +21,7 @@ from slack_sdk.models.messages.chunk import Chunk, MarkdownTextChunk
 
 from adapters.slack.delivery import METADATA_EVENT, TRANSIENT_ERRORS
 from adapters.slack.mrkdwn import to_mrkdwn
-from adapters.text import reply_markdown, split_parts
+from adapters.text import open_fence, reply_markdown, split_parts
 
 if TYPE_CHECKING:
     from slack_sdk.web.async_chat_stream import AsyncChatStream
@@ -289,7 +288,6 @@ def _text_chunk(text: str) -> list[Chunk]:
 
 # -- splitting -----------------------------------------------------------------------------------
 
-_FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)$")
 # Kept free at a message's end: a code block open there is closed after what was shown.
 _FENCE_ROOM = 8
 
@@ -320,25 +318,9 @@ def fit(written: str, add: str, limit: int) -> tuple[str, str | None]:
     if not written.endswith("\n") and 0 <= newline and len(written) + newline < limit - _FENCE_ROOM:
         done, add = add[: newline + 1], add[newline + 1 :]
         written += done
-    opener = _open_fence(written)
-    if opener is None:
+    fence = open_fence(written)
+    if fence is None:
         return done, add
-    chars = _FENCE.match(opener)["fence"]  # type: ignore[index]
+    opener, chars = fence
     close = ("" if written.endswith("\n") else "\n") + chars + "\n"
     return done + close, opener + "\n" + add
-
-
-def _open_fence(text: str) -> str | None:
-    """The opening line of the code block still open at the end of `text`, if any."""
-    opener: str | None = None
-    chars = ""
-    for line in text.split("\n"):
-        m = _FENCE.match(line)
-        if m is None:
-            continue
-        if opener is None:
-            if not (m["fence"][0] == "`" and "`" in m["info"]):
-                opener, chars = line.lstrip(" "), m["fence"]
-        elif m["fence"][0] == chars[0] and len(m["fence"]) >= len(chars) and not m["info"].strip():
-            opener = None
-    return opener

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.discord.live_text import live_parts, open_fence, status_line
+from adapters.discord.live_text import live_parts, status_line
 from adapters.discord.translate import render
 from adapters.pacing import PRUNE_AT, ChannelBudget
+from adapters.text import open_fence
 from core.request import Reply
 
 

@@ -595,3 +595,23 @@ def test_a_message_full_in_the_middle_of_a_code_line_ends_with_that_line() -> No
     assert keep.startswith("p_8()\n") and keep.endswith("```\n")  # the line, then the closer
     assert rest.startswith("```python\n    step_9()\n")  # reopened at a whole line
     assert len(written + keep) <= 200
+
+
+async def test_model_text_never_forms_a_slack_control_sequence(h: Harness) -> None:
+    # A prompt-injected model tries to ping the channel, a user and a user group, one of them
+    # split across two deltas; a tool label carries one too (from the model's arguments).
+    script = Script()
+    task = start(h.writer(), script)
+    script.put(ToolStarted("call_1", "Searching code for `<!here>`"))
+    script.say("Attention <", "!channel> and <@U0123> and <!subteam^S1>; a < b stays.")
+    script.finish(" <!everyone>")
+    await h.done(task)
+
+    (stream,) = h.fake.streams("C1")
+    shown = stream["text"]
+    for sequence in ("<!channel>", "<@U0123>", "<!subteam^S1>", "<!everyone>"):
+        assert sequence not in shown
+        assert sequence.replace("<", "<\u200b") in shown  # reads the same
+    assert "a < b stays." in shown
+    titles = [title for steps in stream["tasks"].values() for title, _ in steps]
+    assert titles and all("<!here>" not in title for title in titles)
