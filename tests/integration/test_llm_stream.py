@@ -137,3 +137,23 @@ async def test_a_streamed_answer_is_paid_for_once_with_the_estimate_when_unrepor
     assert last.reply.text == last.streamed == "It is morning, as the clock says."
     assert last.reply.usage.prompt_tokens > 0 and last.reply.usage.completion_tokens > 0
     assert [bool(r.get("stream")) for r in fake_llm.requests] == [True, True]
+
+
+@pytest.mark.parametrize(
+    ("events", "kind"),
+    [
+        ("data: {not json\n\n", "invalid_response"),
+        ('data: {"error": {"message": "overloaded"}}\n\n', "server"),
+        ("data: [1, 2]\n\n", "server"),
+        (": only a comment\n\n", "invalid_response"),
+    ],
+)
+async def test_a_misbehaving_stream_is_a_model_failure(
+    fake_llm: FakeOpenAI, events: str, kind: str
+) -> None:
+    fake_llm.raw(200, events, content_type="text/event-stream")
+    model = model_for(fake_llm)
+    with pytest.raises(LLMError) as failed:
+        await model.complete([{"role": "user", "content": "x"}], on_text=Pieces())
+    assert failed.value.kind == kind
+    await model.aclose()

@@ -4,13 +4,16 @@ failures after the first words, commands, cancellation)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 
 from adapters.console.translate import ConsoleIdentity, to_request
 from bot.app import App, build_app
 from config.settings import Settings
+from core.llm.client import Completion
 from core.llm.testing import ScriptedModel
 from core.streaming import Finished, ReplyEvent, TextDelta, ToolFinished, ToolStarted
 
@@ -103,18 +106,42 @@ async def test_commands_and_refusals_finish_without_words(streaming_bot: Make) -
     assert events[0].reply.ok and "/help" in events[0].reply.text
 
 
+class HangingModel(ScriptedModel):
+    """Writes its first words, then hangs (a provider that stalls mid-answer) until cancelled;
+    later calls answer from the script as usual."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hang = True
+        self.cancelled = False
+
+    async def complete(self, messages: Any, **kwargs: Any) -> Completion:
+        on_text = kwargs.get("on_text")
+        if not self.hang or on_text is None:
+            return await super().complete(messages, **kwargs)
+        self.hang = False
+        await on_text("The first words")
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+        raise AssertionError("unreachable")
+
+
 async def test_closing_the_stream_early_cancels_the_work(streaming_bot: Make) -> None:
-    app, model = streaming_bot()
-    model.reply("one two three four five six")
+    model = HangingModel()
+    app, _ = streaming_bot(model)
     request = to_request("hello", ConsoleIdentity(user="alice", thread="t9"))
     stream = app.core.stream(request)
     first = await anext(stream)
-    assert isinstance(first, TextDelta)
+    assert first == TextDelta("The first words")
     await stream.aclose()  # the adapter gave up (shutdown): no dangling task, no error
+    assert model.cancelled  # the hanging model call was cancelled, not left running
     # The question was kept before the first word was shown, whatever happens after.
     assert app.core.agent is not None
     history = await app.core.agent._history.load(request.conversation)
-    assert history.messages[0] == {"role": "user", "content": "hello"}
+    assert history.messages == [{"role": "user", "content": "hello"}]
     # The thread's lock was let go: the next request in the thread is answered.
     model.reply("again")
     events = await collect(app, "hello again", thread="t9")
