@@ -1,7 +1,7 @@
 """MCP benchmark (not a pytest test): Threadline's own overhead per MCP tool call, and start-up
 with three MCP servers configured.
 
-Overhead: the same read-only tool of a local stdio MCP server (tests/fakes/mcp_server.py) is
+Overhead: the same read-only tool of a local stdio MCP server (tests/support/fakes/mcp_server.py) is
 called `--calls` times directly through the SDK client and `--calls` times through Threadline's
 dispatcher (lookup, permission, size and JSON-schema checks, budget, the pin/availability
 check, the run, the result cap and the audit row written to SQL), interleaved; the overhead is

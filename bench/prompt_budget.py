@@ -4,7 +4,7 @@ in a code question with every feature on, at context windows of 3k to 128k.
 Every feature on: the shipped example skills, a repository with its code graph (Threadline's
 whole checkout, tests, docs, benches and fixtures included: the repo map), long-term memory
 with facts related to the question, an MCP server with a resource (the test server in
-tests/fakes/mcp_server.py). The thread has three earlier turns of about 400 tokens; the
+tests/support/fakes/mcp_server.py). The thread has three earlier turns of about 400 tokens; the
 question makes the model call `grep_code` once. The model is the scripted fake
 OpenAI-compatible server on 127.0.0.1; the prompt measured is the one that carries the tool's
 result (the model's second call).
@@ -34,7 +34,7 @@ from core.code.graph.outline import HEADER as MAP_HEADER  # noqa: E402
 from core.memory.history import SUMMARY_ACK, SUMMARY_PREFIX  # noqa: E402
 from core.memory.tokens import PER_MESSAGE_OVERHEAD, TokenCounter  # noqa: E402
 from core.skills.service import SKILLS_RULE  # noqa: E402
-from tests.fakes.openai_server import FakeOpenAI, Scripted, answer  # noqa: E402
+from tests.support.fakes.openai_server import FakeOpenAI, Scripted, answer  # noqa: E402
 
 PARTS = (
     "rules",

@@ -46,10 +46,10 @@ sys.path.insert(0, str(REPO))
 
 from bench.machine import machine_facts, percentile  # noqa: E402
 from tests.conftest import PG_URL, POLICY_ALL  # noqa: E402
-from tests.fakes.openai_server import FakeOpenAI  # noqa: E402
-from tests.fakes.slack_api import FakeSlack  # noqa: E402
-from tests.fakes.slack_events import SIGNING_SECRET, mention, new_ts, sign  # noqa: E402
-from tests.processes import Cluster, base_env  # noqa: E402
+from tests.support.fakes.openai_server import FakeOpenAI  # noqa: E402
+from tests.support.fakes.slack_api import FakeSlack  # noqa: E402
+from tests.support.fakes.slack_events import SIGNING_SECRET, mention, new_ts, sign  # noqa: E402
+from tests.support.processes import Cluster, base_env  # noqa: E402
 
 REPLIES_DEADLINE = 600.0
 SETTLE = 3.0  # seconds to wait after the last expected reply for any duplicate to show

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import append_results, percentile  # noqa: E402
-from tests.fakes.openai_server import FakeOpenAI  # noqa: E402
+from tests.support.fakes.openai_server import FakeOpenAI  # noqa: E402
 
 POLICY = """
 [defaults]
@@ -124,7 +124,7 @@ async def run_core(fake: FakeOpenAI, work: Path, answers: int, tokens: int) -> C
 
 
 def _answer_for(body: dict[str, Any], texts: dict[str, str]) -> Any:
-    from tests.fakes.openai_server import answer
+    from tests.support.fakes.openai_server import answer
 
     question = next(
         (m["content"] for m in reversed(body.get("messages", [])) if m.get("role") == "user"), ""
@@ -161,8 +161,8 @@ def run_slack(
     second per method and channel, as Slack's per-channel limits do)."""
     from itertools import pairwise
 
-    from tests.fakes.slack_api import FakeSlack
-    from tests.fakes.slack_events import SIGNING_SECRET, ServedApp, mention, new_ts
+    from tests.support.fakes.slack_api import FakeSlack
+    from tests.support.fakes.slack_events import SIGNING_SECRET, ServedApp, mention, new_ts
 
     slack = FakeSlack().start()
     for method in (*SLACK_WRITES, "chat.postMessage", "chat.update"):
@@ -260,7 +260,7 @@ async def run_discord(fake: FakeOpenAI, work: Path, answers: int, tokens: int) -
     from adapters.discord.translate import render
     from bot.app import build_app
     from core.request import Reply
-    from tests.fakes.discord_server import FakeDiscord
+    from tests.support.fakes.discord_server import FakeDiscord
 
     discord = await FakeDiscord().start()
     discord.limit_channel_edits(5, 5.0)

@@ -1,7 +1,7 @@
 """MkDocs hooks: the configuration reference is generated from config/settings.py at build time.
 
 Each setting's environment name, default and description come from the Settings model's fields,
-so a setting cannot be added without its documentation (tests/unit/test_docs.py checks that every
+so a setting cannot be added without its documentation (tests/docs/test_docs.py checks that every
 field has a description and that the page names every environment variable). Nothing here
 touches the network.
 """

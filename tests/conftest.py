@@ -11,8 +11,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.clocks import PINNED, Clock
-from tests.fakes.openai_server import FakeOpenAI
+from tests.support.clocks import PINNED, Clock
+from tests.support.fakes.openai_server import FakeOpenAI
+from tests.support.mcp import make_world  # noqa: F401  (a fixture, shared with every test)
 
 PG_URL = os.environ.get("TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -45,7 +46,7 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[No
 @pytest.fixture
 def clock(request: pytest.FixtureRequest) -> Clock:
     """The clock to hand every component: pinned at `PINNED`, or at each instant for a test
-    marked `@at_every_instant` (tests/clocks.py)."""
+    marked `@at_every_instant` (tests/support/clocks.py)."""
     return Clock(getattr(request, "param", PINNED))
 
 
