@@ -7,9 +7,9 @@ These types are the whole contract between a chat platform and the agent: an ada
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 AttachmentKind = Literal["audio", "image", "file"]
 
@@ -36,6 +36,11 @@ class Request:
     roles: tuple[str, ...] = ()
     flags: frozenset[str] = frozenset()
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    # Files attached to this message, not yet downloaded: core decides which to fetch.
+    files: tuple[IncomingFile, ...] = ()
+    # The thread's earlier messages, for a mention inside a thread; None at the top level and
+    # on platforms without threads.
+    earlier: ThreadReader | None = None
 
     @property
     def conversation(self) -> ConversationKey:
@@ -53,6 +58,65 @@ class ConversationKey:
 
     def __str__(self) -> str:
         return f"{self.platform}:{self.tenant}:{self.channel}:{self.thread}"
+
+
+class FileFetchError(Exception):
+    """A file could not be downloaded. The message is for people: it names the file and the
+    reason (too large, timed out, not from the platform's file host), never a URL or token."""
+
+
+class Fetch(Protocol):
+    """Downloads an incoming file's bytes from the platform's own file host, reading at most
+    `max_bytes` (more raises FileFetchError) within `timeout` seconds."""
+
+    def __call__(self, *, max_bytes: int, timeout: float) -> Awaitable[bytes]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingFile:
+    """A file someone attached to their message, as the verified platform event describes it.
+
+    Nothing is downloaded until core calls `fetch`; adapters build `fetch` so that it only
+    ever reaches the platform's own file host (Slack's, Discord's CDN), never a URL taken from
+    message text. `size` and `mime_type` are what the platform claims: core checks the bytes.
+    """
+
+    name: str
+    size: int | None
+    mime_type: str
+    fetch: Fetch = field(repr=False, compare=False)
+    # A recorded voice message (Discord's, a Slack audio clip), to be answered as speech.
+    voice_message: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadMessage:
+    """One earlier message of the thread, as the platform returned it to the bot (so only what
+    the bot may read in that channel)."""
+
+    author: str  # a display name where the platform gives one, else the user id
+    text: str
+    file_names: tuple[str, ...] = ()
+    from_bot: bool = False  # Threadline's own message (core already has those in history)
+    at: str = ""  # the platform's id/timestamp of the message, for incremental reads
+
+
+class ThreadReader(Protocol):
+    """The messages of the thread before the current one, oldest first. Implementations fetch
+    a thread once and then only what is newer, and bound what they read."""
+
+    async def earlier(self) -> Sequence[ThreadMessage]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where part of an answer came from: a file and lines a tool returned this turn, a memory
+    scope, a skill. `url` links to the forge at the indexed commit when the repository has a
+    known remote; None shows `label` as text."""
+
+    kind: Literal["code", "memory", "skill"]
+    label: str  # `api/auth.py:10-42`, "channel memory", "incident-triage skill"
+    url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
