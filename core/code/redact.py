@@ -18,6 +18,10 @@ whole repositories and global settings):
 - `KeywordDetector`: a literal assigned to a secret-sounding name (`password = "..."`,
   `api_key: ...` in config files), with the file-type rules of detect-secrets (shell and env
   files count as config files here, so unquoted `export DB_PASSWORD=...` is caught too);
+- in logs and text dumps only (`.log`, `.txt`, ... or `log=True`, as attached files are
+  read): any secret-named `key=value` / `key: value` pair, quoted or not
+  (`AWS_SECRET_ACCESS_KEY=...`, `password=...`, `token: ...` mid-line), but not counts,
+  lengths, names, paths or numbers (`max_tokens=1024`, `password_file=/etc/pw`);
 - the base64 and hex high-entropy detectors, but only on a string assigned to (or keyed by) a
   name that says secret (key, token, secret, password, credential, auth) and not a digest
   (`key_sha256`): anywhere else a random-looking string is far more often a hash, an id or test
@@ -139,12 +143,13 @@ def _gated(text: _Lines, rules: tuple[Rule, ...]) -> dict[tuple[int, int], list[
     return hits
 
 
-def redact(text: str, path: str = "") -> str:
+def redact(text: str, path: str = "", *, log: bool = False) -> str:
     """`text` with every secret found in it replaced by REDACTED; same number of lines.
-    `path` (repo-relative) picks the keyword rules of the file's type."""
+    `path` (repo-relative) picks the keyword rules of the file's type; `log` reads the text
+    as a log (secret-named `key=value` pairs redacted even unquoted), as a `.log` name does."""
     if not text:
         return text
-    rules = rules_for(path)
+    rules = rules_for(path, log=log)
     source = _Lines(text)
     hits = _gated(source, rules)
     key_rows = [source.locate(m.start())[0] for m in KEY_GATE.finditer(text)]

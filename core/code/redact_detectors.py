@@ -185,6 +185,35 @@ def _bearer(line: str) -> Iterator[str]:
             yield value
 
 
+# A secret-named key and its value as logs and plain-text dumps write them, quoted or not:
+# `AWS_SECRET_ACCESS_KEY=...`, `password=...`, `token: ...`, `"api_key": "..."`. Only for log
+# and text lines (`log_pair_finder`): in code, `name = value` is an assignment of anything.
+_LOG_PAIR = re.compile(
+    r"""(?i)(?<![\w.\-])([\w.\-]*?(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_\-]?key"""
+    r"""|apikey|access[_\-]?key|auth[_\-]?key|private[_\-]?key|client[_\-]?key|credential"""
+    r"""|contrase\w*)s?(?:[_.\-][\w.\-]*)?)["']?\s*[:=]\s*(["'`]?)"""
+    r"""([^\s"'`,;&(){}\[\]<>]+)\2"""
+)
+# Keys that name something about a secret, not the secret (`token_count=12`, `password_file=`).
+_ABOUT_A_SECRET = re.compile(
+    r"(?i)(?:count|len|length|size|limit|ttl|expires?|expiry|type|name|file|path|dir|url"
+    r"|used|total|max|min|kind|id|ids|policy|hash|sha\d*|md5|digest|fingerprint)$"
+    r"|^(?:max|min|num|n)[_\-]"
+)
+_NUMBER = re.compile(r"[\d.,:+\-]+")
+
+
+def log_pair(line: str) -> Iterator[str]:
+    """Values of secret-named keys in a log or text line, unquoted ones included."""
+    for m in _LOG_PAIR.finditer(line):
+        name, value = m.group(1), m.group(3)
+        if _ABOUT_A_SECRET.search(name) or _HASH_NAME.search(name):
+            continue
+        if _NUMBER.fullmatch(value) or not_a_value(value):
+            continue
+        yield value
+
+
 # Lines that name a secret: the only ones where high-entropy strings count, and a superset of
 # the keyword detector's names (each of its words contains one of these).
 SECRET_NAMES = ("key", "token", "secret", "pass", "pwd", "credential", "auth", "contrase")

@@ -206,3 +206,45 @@ def test_text_without_secrets_is_returned_as_is() -> None:
     text = "def f(x):\n    return x + 1\n"
     assert redact(text, "a.py") is text
     assert redact("", "a.py") == ""
+
+
+LOG_SECRET_LINES = [
+    # (line of a log, the secret that must be gone)
+    (f"2026-12-03T10:00:01Z INFO boot AWS_SECRET_ACCESS_KEY={AWS_SECRET} region=eu", AWS_SECRET),
+    ("ERROR login failed password=hunter2! user=bob", "hunter2!"),
+    ("DEBUG refreshing token: abc123def456 scope=read", "abc123def456"),
+    ("WARN retry client_secret=Zk29dh3kd9 attempt=2", "Zk29dh3kd9"),
+    ('{"level": "debug", "apiKey": "ab12cd34ef", "msg": "call"}', "ab12cd34ef"),
+    ("env DB_PASS=s3cr3t!x HOME=/root", "s3cr3t!x"),
+]
+
+
+@pytest.mark.parametrize(("line", "secret"), LOG_SECRET_LINES)
+def test_key_value_pairs_in_logs_are_redacted(line: str, secret: str) -> None:
+    text = f"first line\n{line}\nlast line"
+    for out in (redact(text, "app.log"), redact(text, "app.log.1"), redact(text, "x", log=True)):
+        assert secret not in out
+        assert REDACTED in out
+        assert out.split("\n")[0] == "first line" and out.split("\n")[2] == "last line"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "INFO request done max_tokens=1024 tokens_used=93",
+        "DEBUG token_count: 12 token_type=bearer",
+        "INFO password_file=/etc/app/password.txt",
+        "INFO secret_name=prod-db rotated",
+        "WARN password=None",
+        "DEBUG passenger=bob42 seat=12A",
+        "INFO token: str",
+    ],
+)
+def test_log_lines_about_secrets_are_left_alone(line: str) -> None:
+    assert redact(line, "app.log") == line
+
+
+def test_code_is_not_read_as_a_log() -> None:
+    # The log rule applies to logs: in code, `name=value` assigns anything.
+    for line in ("run(password=pw_from_vault2)", "compute(token=tok1)"):
+        assert redact(line, "a.py") == line
