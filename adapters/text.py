@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from core.request import Reply
+from core.request import Reply, Source
 
 # CommonMark fences: up to three spaces of indent, then three or more backticks or tildes.
 _FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)$")
@@ -226,10 +226,36 @@ def _best_end(lines: list[_Line], start: int, head: str, limit: int) -> int:
     return best
 
 
-def reply_markdown(reply: Reply) -> str:
-    """The whole reply as one Markdown text: the answer, then notices, then sources."""
+def reply_markdown(reply: Reply, *, sources: bool = True) -> str:
+    """The whole reply as one Markdown text: the answer, then notices, then its sources on one
+    line (`sources=False`: left out, for a platform that shows them its own way)."""
     sections = [reply.text.strip()]
     sections += [f"_{n.strip()}_" for n in reply.notices if n.strip()]
-    if reply.citations:
-        sections.append("Sources:\n" + "\n".join(f"- {c}" for c in reply.citations))
+    if sources and reply.sources:
+        sections.append(sources_markdown(reply.sources))
     return "\n\n".join(s for s in sections if s)
+
+
+# -- sources -----------------------------------------------------------------------------------
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_~|\[\]()<>#])")
+
+
+def source_text(source: Source) -> str:
+    """How a source reads: `api/auth.py:10-42`, "from channel memory", "following the
+    incident-triage skill"."""
+    if source.kind == "memory":
+        return f"from {source.label}"
+    if source.kind == "skill":
+        return f"following the {source.label}"
+    return source.label
+
+
+def sources_markdown(sources: tuple[Source, ...]) -> str:
+    """One compact line: `Sources: [api/auth.py:10-42](<url>) · from channel memory`. The
+    URL in `<...>` keeps Discord from embedding a preview of each link; labels are escaped."""
+    shown = []
+    for source in sources:
+        label = _MARKDOWN_SPECIAL.sub(r"\\\1", source_text(source))
+        shown.append(f"[{label}](<{source.url}>)" if source.url else label)
+    return "Sources: " + " · ".join(shown)

@@ -185,7 +185,9 @@ class Reply:
     ok: bool = True
     ephemeral: bool = False
     attachments: tuple[Attachment, ...] = ()
-    citations: tuple[str, ...] = ()
+    # Where the answer came from (files and lines its tools returned, memory, skills), at
+    # most a handful; adapters show them after the text and the notices.
+    sources: tuple[Source, ...] = ()
     notices: tuple[str, ...] = ()
     tool_calls: tuple[ToolCallRecord, ...] = ()
     usage: Usage = Usage()

@@ -361,8 +361,10 @@ class SlackAdapter:
         else:
             if written.rest:  # what the messages could not show (edits refused): once
                 rest_target = replace(target, delivery_key=f"{key}:rest")
-                rest = replace(reply, text=written.rest, notices=(), citations=(), attachments=())
-                await self._deliver(rest_target, rest)  # (the rest holds the notices already)
+                rest = replace(reply, text=written.rest, notices=(), attachments=())
+                # (The rest holds the notices already; the sources go under it, as the last
+                # message could not show them.)
+                await self._deliver(rest_target, rest)
             await self._deliver(target, reply, files_only=True)
         if armed and notes is not None:
             await notes.disarm(where)

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from slack_sdk.errors import SlackApiError
 
+from adapters.slack.sources import sources_blocks, sources_mrkdwn
 from adapters.slack.translate import PLATFORM, render
 from adapters.text import reply_markdown
 from core import messages
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from slack_sdk.web.async_client import AsyncWebClient
 
     from core.events import EventLedger
-    from core.request import Attachment, Reply
+    from core.request import Attachment, Reply, Source
 
 log = logging.getLogger("threadline.slack")
 
@@ -40,6 +41,7 @@ TRANSIENT_ERRORS = frozenset(
     {"internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited"}
 )
 NOT_A_MEMBER = frozenset({"not_in_channel", "channel_not_found"})
+SECTION_LIMIT = 3_000  # a section block's mrkdwn text
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +106,8 @@ class Delivery:
                 await asyncio.sleep(self._backoff.delay(attempt))
 
     async def _deliver_once(self, target: Target, reply: Reply) -> None:
-        parts = render(reply)
+        # The sources go under the last part: a context block, or a line where blocks cannot.
+        parts = render(replace(reply, sources=()))
         if parts and target.header:
             parts[0] = f"{target.header}\n{parts[0]}"
         done = await self._events.posted(PLATFORM, target.delivery_key)
@@ -114,8 +117,9 @@ class Delivery:
         for i, text in enumerate(parts):
             if i in done:
                 continue
+            footer = reply.sources if i == len(parts) - 1 else ()
             try:
-                message_id = await self._post(target, thread_ts, i, text)
+                message_id = await self._post(target, thread_ts, i, text, footer)
             except _TooLong:
                 await self._answer_as_file(target, thread_ts, reply, range(i, len(parts)))
                 break
@@ -147,22 +151,35 @@ class Delivery:
 
     # -- one part ------------------------------------------------------------------------------
 
-    async def _post(self, target: Target, thread_ts: str | None, part: int, text: str) -> str:
+    async def _post(
+        self,
+        target: Target,
+        thread_ts: str | None,
+        part: int,
+        text: str,
+        sources: tuple[Source, ...] = (),
+    ) -> str:
+        line = f"{text}\n\n{sources_mrkdwn(sources)}" if sources else text
         try:
             if target.ephemeral:
-                return await self._post_ephemeral(target, thread_ts, text)
-            return await self._post_message(target, thread_ts, part, text)
+                return await self._post_ephemeral(target, thread_ts, line)
+            return await self._post_message(target, thread_ts, part, text, sources)
         except SlackApiError as exc:
             code = _error_code(exc)
             if code == "msg_too_long" and not target.ephemeral:
                 raise _TooLong from None
             if code in NOT_A_MEMBER and target.response_url:
-                return await self._respond(target, text)
+                return await self._respond(target, line)
             transient = code in TRANSIENT_ERRORS or getattr(exc.response, "status_code", 0) >= 500
             raise DeliveryFailed(code, transient=transient) from None
 
     async def _post_message(
-        self, target: Target, thread_ts: str | None, part: int, text: str
+        self,
+        target: Target,
+        thread_ts: str | None,
+        part: int,
+        text: str,
+        sources: tuple[Source, ...] = (),
     ) -> str:
         import aiohttp
 
@@ -177,6 +194,11 @@ class Delivery:
             "unfurl_links": False,
             "unfurl_media": False,
         }
+        if sources and len(text) <= SECTION_LIMIT:  # the part as a section, sources under it
+            section = {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+            args["blocks"] = [section, *sources_blocks(sources)]
+        elif sources:
+            args["text"] = f"{text}\n\n{sources_mrkdwn(sources)}"
         if thread_ts:
             args["thread_ts"] = thread_ts
         try:

@@ -31,7 +31,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.messages.chunk import TaskUpdateChunk
@@ -39,6 +39,7 @@ from slack_sdk.models.messages.chunk import TaskUpdateChunk
 from adapters.background import last_word
 from adapters.pacing import ChannelBudget
 from adapters.slack.mrkdwn import defuse
+from adapters.slack.sources import sources_blocks
 from adapters.slack.stream_message import (
     MESSAGE_LIMIT,
     REFUSED,
@@ -135,6 +136,7 @@ class AnswerStream:
         self._flusher: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self._closed = False
+        self._footer: list[dict[str, Any]] = []  # under the last message: the sources
         self.cut_noted = False  # the note about a cut answer went out (see `_cut`)
         self.calls = 0  # Slack calls made for the text and steps (tests, benchmark)
 
@@ -264,7 +266,8 @@ class AnswerStream:
                 return True
             keep, rest = fit(page.text, add, limit)
             if rest is None:
-                await self._send(page, keep, tasks, status, final=final)
+                footer = self._footer if final else []
+                await self._send(page, keep, tasks, status, final=final, footer=footer)
                 return True
             # The message is full: close it and go on in the next one.
             await self._send(page, keep, tasks, "", final=True)
@@ -276,12 +279,19 @@ class AnswerStream:
             self._pages.append(self._page(page.part + 1, native=self._mode == "stream"))
 
     async def _send(
-        self, page: Page, add: str, tasks: list[TaskUpdateChunk], status: str, *, final: bool
+        self,
+        page: Page,
+        add: str,
+        tasks: list[TaskUpdateChunk],
+        status: str,
+        *,
+        final: bool,
+        footer: list[dict[str, Any]] | None = None,
     ) -> None:
         self.calls += 1
         try:
             if final:
-                await page.close(add, tasks)
+                await page.close(add, tasks, footer or [])
             else:
                 await page.write(add, tasks, status)
         except Refused as refused:
@@ -301,7 +311,7 @@ class AnswerStream:
             # This answer (and, if refused, the workspace's next ones) is posted and edited.
             self._mode = "edit"
             self._pages[-1] = self._page(page.part, native=False)
-            await self._send(self._pages[-1], add, [], status, final=final)
+            await self._send(self._pages[-1], add, [], status, final=final, footer=footer)
 
     def _page(self, part: int, *, native: bool) -> Page:
         return Page(
@@ -350,6 +360,7 @@ class AnswerStream:
         async with self._lock:
             self._closed = True
             rest = self._carry + final.remainder + after_text(final.reply)
+            self._footer = sources_blocks(final.reply.sources)
             self._carry = ""
             self._pending += defuse(rest)
             self._active.clear()

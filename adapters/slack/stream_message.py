@@ -143,6 +143,8 @@ class Page:
         self.text = ""
         self.shown = 0
         self._edited = ""  # what the last successful post/edit showed (text + status line)
+        # Blocks under the text of the answer's last message (its sources), given at close.
+        self.footer: list[dict[str, Any]] = []
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -158,9 +160,13 @@ class Page:
         elif self.mode == "edit":
             await self._edit(status)
 
-    async def close(self, add: str, tasks: Sequence[Chunk]) -> None:
-        """The page's last text: stop the stream, or the final edit (no status line)."""
+    async def close(
+        self, add: str, tasks: Sequence[Chunk], footer: Sequence[dict[str, Any]] = ()
+    ) -> None:
+        """The page's last text: stop the stream, or the final edit (no status line).
+        `footer`: blocks shown under the text (the answer's sources), with this last update."""
         self.text += add
+        self.footer = list(footer)
         if self.mode == "stream":
             await self._stream_call(add, tasks, stop=True)
         elif self.mode == "edit":
@@ -183,7 +189,7 @@ class Page:
         failed: Exception | None = None
         try:
             if stop:  # (a stream never started is started and stopped by the helper)
-                await stream.stop(chunks=chunks, metadata=self.metadata)
+                await stream.stop(chunks=chunks, metadata=self.metadata, blocks=self.footer or None)
             else:
                 await stream.append(chunks=chunks)  # chunks given: sent now, not buffered
         except Exception as exc:  # refused, expired, or the connection broke: see below
@@ -212,8 +218,10 @@ class Page:
 
     async def _edit(self, status: str) -> None:
         body = "\n\n".join(part for part in (self.text, f"_{status}_" if status else "") if part)
-        if not body.strip() or body == self._edited:
+        shown = body + repr(self.footer)
+        if not body.strip() or shown == self._edited:
             return
+        blocks = markdown_blocks(body) + self.footer
         t = self._target
         try:
             if self.ts is None:
@@ -221,7 +229,7 @@ class Page:
                     channel=t.channel,
                     thread_ts=t.thread_ts,
                     text=notification_text(body),
-                    blocks=markdown_blocks(body),
+                    blocks=blocks,
                     metadata=self.metadata,
                     unfurl_links=False,
                     unfurl_media=False,
@@ -233,7 +241,7 @@ class Page:
                     channel=t.channel,
                     ts=self.ts,
                     text=notification_text(body),
-                    blocks=markdown_blocks(body),
+                    blocks=blocks,
                 )
         except Exception as exc:  # Slack's refusal, or a connection that broke
             code = error_code(exc)
@@ -242,7 +250,7 @@ class Page:
                 self.ts = await self._find_posted()
                 if self.ts is not None:
                     await self._record(self.part, self.ts)
-                    self._edited = body
+                    self._edited = shown
                     self.shown = len(self.text)
                     return
             if self.ts is None:
@@ -254,7 +262,7 @@ class Page:
                 self._workspaces.no_edits.add(t.tenant)
             self.mode = "frozen"
             return
-        self._edited = body
+        self._edited = shown
         self.shown = len(self.text)
 
     async def _find_posted(self) -> str | None:
@@ -278,8 +286,9 @@ class Page:
 
 
 def after_text(reply: Reply) -> str:
-    """What a reply shows after its text: its notices and sources (`reply_markdown`)."""
-    return reply_markdown(reply)[len(reply.text.strip()) :]
+    """What a reply shows after its text: its notices (`reply_markdown`). Its sources are a
+    block of their own under the last message (`adapters.slack.sources`)."""
+    return reply_markdown(reply, sources=False)[len(reply.text.strip()) :]
 
 
 def _text_chunk(text: str) -> list[Chunk]:

@@ -156,6 +156,7 @@ def from_slack_text(text: str) -> str:
 
 
 def render(reply: Reply, *, limit: int = MESSAGE_LIMIT) -> list[str]:
-    """The mrkdwn messages for a reply, in order. Attachments are uploaded separately."""
-    parts = split_markdown(to_mrkdwn(reply_markdown(reply)), limit)
+    """The mrkdwn messages for a reply, in order. Attachments are uploaded separately, the
+    sources go under the last message (`adapters.slack.delivery`)."""
+    parts = split_markdown(to_mrkdwn(reply_markdown(reply, sources=False)), limit)
     return [p.strip("\n") for p in parts if p.strip()]

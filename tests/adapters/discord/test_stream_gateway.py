@@ -24,7 +24,7 @@ from adapters.discord.translate import render
 from adapters.pacing import Pacing, StreamCounts
 from bot.app import App
 from core import messages
-from core.request import Reply, Request
+from core.request import Reply, Request, Source
 from core.streaming import Finished, ReplyEvent, Status, TextDelta, ToolFinished, ToolStarted
 from tests.adapters.discord.test_discord import RunningBot, StartBot, fake_discord, start_bot, texts
 from tests.support.fakes.discord_server import FakeDiscord, Posted
@@ -242,7 +242,11 @@ async def test_a_streamed_answer_shows_its_first_words_at_once_and_ends_exactly(
     assert message.content == "Retries back off exponentially, up to 5 times."
 
     reply = s.script.finish(
-        Reply(s.script.streamed, notices=("Based on the retry docs.",), citations=("docs/x",))
+        Reply(
+            s.script.streamed,
+            notices=("Based on the retry docs.",),
+            sources=(Source("code", "docs/x"),),
+        )
     )
     await s.done()
 

@@ -21,7 +21,7 @@ from adapters.discord.translate import (
 )
 from core import messages
 from core.commands import Command, CommandContext, builtin_commands
-from core.request import Attachment, Reply
+from core.request import Attachment, Reply, Source
 
 BOT = 900
 GUILD, CHANNEL, THREAD, USER = 1, 2, 3, 4
@@ -119,9 +119,14 @@ def test_render_splits_long_text_with_balanced_fences_within_the_limit() -> None
 
 
 def test_render_adds_notices_and_sources_after_the_answer() -> None:
-    reply = Reply("Answer.", notices=("Heads-up: 80% used.",), citations=("repo/a.py:10",))
+    url = "https://github.com/team/repo/blob/abc/a_b.py#L10-L12"
+    sources = (Source("code", "a_b.py:10-12", url), Source("memory", "channel memory"))
+    reply = Reply("Answer.", notices=("Heads-up: 80% used.",), sources=sources)
     [part] = render(reply, upload_limit=10)
-    assert part.text == "Answer.\n\n_Heads-up: 80% used._\n\nSources:\n- repo/a.py:10"
+    assert part.text == (
+        f"Answer.\n\n_Heads-up: 80% used._\n\nSources: [a\\_b.py:10-12](<{url}>) · "
+        "from channel memory"
+    )
 
 
 def test_attachments_become_files_and_one_over_the_limit_a_clear_refusal() -> None:

@@ -24,7 +24,7 @@ from adapters.slack.stream import (
 from adapters.slack.stream_message import StreamTarget, Workspaces, fit
 from adapters.slack.web import make_web_client
 from core import messages
-from core.request import Reply
+from core.request import Reply, Source
 from core.streaming import Finished, ReplyEvent, Status, TextDelta, ToolFinished, ToolStarted
 from tests.support.fakes.slack_api import FakeSlack, shown_text
 
@@ -175,13 +175,15 @@ async def test_first_words_go_out_at_once_then_appends_are_batched_per_interval(
     assert h.fake.streams("C1")[0]["text"] == "Signatures are checked in "
 
     script.say("`verify.py`")
-    script.finish(".", notices=("A notice.",), citations=("webhooks/verify.py:12",))
+    url = "https://github.com/team/api/blob/abc/webhooks/verify.py#L12"
+    script.finish(".", notices=("A notice.",), sources=(Source("code", "verify.py:12", url),))
     written = await h.done(task)
     assert written.shown and written.rest == ""
     (stream,) = h.fake.streams("C1")
-    assert stream["text"] == (
-        "Signatures are checked in `verify.py`.\n\n_A notice._\n\nSources:\n- webhooks/verify.py:12"
-    )
+    assert stream["text"] == "Signatures are checked in `verify.py`.\n\n_A notice._"
+    # The sources: a context block under the text, with the stream's last call.
+    context = {"type": "mrkdwn", "text": f"Sources: <{url}|verify.py:12>"}
+    assert stream["blocks"] == [{"type": "context", "elements": [context]}]
     assert not stream["streaming"]
     assert [m for m in h.fake.posted("C1")] == [stream]  # one message
     assert h.count("chat.appendStream") == 1 and h.count("chat.stopStream") == 1

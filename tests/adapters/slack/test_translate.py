@@ -12,7 +12,7 @@ from adapters.slack import filters
 from adapters.slack.mrkdwn import to_mrkdwn
 from adapters.slack.translate import MESSAGE_LIMIT, command_text, render, to_request
 from adapters.slack.web import SlackConfigError, api_base_url
-from core.request import Reply, Request
+from core.request import Reply, Request, Source
 from tests.support.fakes.slack_events import command, mention, message
 
 if TYPE_CHECKING:
@@ -103,9 +103,11 @@ def test_tables_become_code_blocks_and_snake_case_survives() -> None:
     assert "snake_case_names and 2*3*4" in out
 
 
-def test_render_adds_notices_and_sources_and_splits_under_the_limit() -> None:
-    reply = Reply("Answer with **bold**.", notices=("Heads-up: 80% used.",), citations=("a.py",))
-    assert render(reply) == ["Answer with *bold*.\n\n_Heads-up: 80% used._\n\nSources:\n• a.py"]
+def test_render_adds_notices_and_splits_under_the_limit() -> None:
+    # (The sources are a block under the last message: `adapters.slack.delivery`.)
+    sources = (Source("code", "a.py:1-2"),)
+    reply = Reply("Answer with **bold**.", notices=("Heads-up: 80% used.",), sources=sources)
+    assert render(reply) == ["Answer with *bold*.\n\n_Heads-up: 80% used._"]
     code = "```python\n" + "".join(f"value_{i} = compute({i})  # step {i}\n" for i in range(400))
     long = Reply("Intro paragraph.\n\n" + code + "```\n\nClosing words.")
     parts = render(long)
