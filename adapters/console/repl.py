@@ -11,7 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adapters.console.stream import AnswerView
-from adapters.console.translate import PLATFORM, ConsoleIdentity, save_attachments, to_request
+from adapters.console.translate import (
+    PLATFORM,
+    ConsoleIdentity,
+    save_attachments,
+    sources_line,
+    to_request,
+)
 from core.mcp.confirm import FULL_ARGUMENTS
 from core.service import Core
 
@@ -55,6 +61,8 @@ async def chat(
             console.print(f"[attachment saved: {path}]", style="dim")
         for notice in reply.notices:
             console.print(notice, style="yellow")
+        if reply.sources:  # model and file text: never read as markup
+            console.print(sources_line(reply), style="dim", markup=False)
 
 
 class ConsoleConfirmer:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from adapters.text import source_text
 from core.request import Reply, Request
 
 PLATFORM = "console"
@@ -82,7 +83,16 @@ def render_text(reply: Reply, saved: list[Path]) -> str:
     parts = [reply.text]
     parts += [f"[attachment saved: {p}]" for p in saved]
     parts += [f"({n})" for n in reply.notices]
+    if reply.sources:
+        parts.append(sources_line(reply))
     return "\n".join(parts)
+
+
+def sources_line(reply: Reply) -> str:
+    """`Sources: api/auth.py:10-42 (https://...) · from channel memory`: plain text (a
+    terminal shows a URL as it is, and may make it clickable)."""
+    shown = [f"{source_text(s)} ({s.url})" if s.url else source_text(s) for s in reply.sources]
+    return "Sources: " + " · ".join(shown)
 
 
 def render_json(reply: Reply, saved: list[Path]) -> dict[str, Any]:
@@ -101,4 +111,5 @@ def render_json(reply: Reply, saved: list[Path]) -> dict[str, Any]:
             "cached_tokens": reply.usage.cached_tokens,
         },
         "notices": list(reply.notices),
+        "sources": [{"kind": s.kind, "label": s.label, "url": s.url} for s in reply.sources],
     }

@@ -107,12 +107,13 @@ def test_ask_json_prints_the_documented_shape_with_the_providers_usage(
     code, out = ask_json(llm_env, tmp_path, "hi")
 
     assert code == 0
-    assert set(out) == {"ok", "text", "attachments", "tool_calls", "usage", "notices"}
+    assert set(out) == {"ok", "text", "attachments", "tool_calls", "usage", "notices", "sources"}
     assert out["ok"] is True
     assert out["text"] == "Hello from the model"
     assert out["attachments"] == []
     assert out["tool_calls"] == []
     assert out["notices"] == []
+    assert out["sources"] == []
     assert out["usage"] == {"prompt_tokens": 123, "completion_tokens": 45, "cached_tokens": 7}
     (sent,) = fake_llm.requests
     assert sent["model"] == "fake-model"
