@@ -234,6 +234,25 @@ def human_size(size: int) -> str:
 
 
 SKILLS_USAGE = "Usage: `/skills`, `/skills show NAME` or `/skills reload` (admins)."
+# -- files attached to a message (adapters raise FileFetchError with these) -------------------
+
+
+def incoming_file_too_large(name: str, limit: int) -> str:
+    return f"`{name}` is larger than the {human_size(limit)} I can read."
+
+
+def incoming_file_too_slow(name: str, seconds: float) -> str:
+    return f"`{name}` did not finish downloading within {seconds:g} seconds."
+
+
+def incoming_file_not_from_platform(name: str, platform: str) -> str:
+    return f"`{name}` is not from {platform}'s file host, so I did not download it."
+
+
+def incoming_file_unreadable(name: str, reason: str) -> str:
+    return f"`{name}` could not be downloaded ({reason})."
+
+
 SKILL_USAGE = "Usage: `/skill NAME [what you need]` (see `/skills` for the names)."
 NO_SKILLS_HERE = "No skills are available in this channel."
 SKILLS_HINT = "Run one with `/skill NAME [text]` (or `/NAME [text]`)."

@@ -32,15 +32,18 @@ from adapters.slack import filters
 from adapters.slack.config import Mode, SlackConfig, SlackStartupError
 from adapters.slack.confirm import ACTION_IDS, SlackConfirmer
 from adapters.slack.delivery import Delivery, DeliveryFailed, Target
+from adapters.slack.files import FileHost
 from adapters.slack.filters import BotIdentity
 from adapters.slack.logs import BOLT_LOGGER, quiet_logger
 from adapters.slack.outbox import OutboxDelivery
 from adapters.slack.progress import ProgressLine, progress_line
 from adapters.slack.stream import AnswerStream, Pacing
 from adapters.slack.stream_message import Record, StreamTarget, Workspaces
+from adapters.slack.thread import ThreadCache
 from adapters.slack.translate import (
     PLATFORM,
     asks_to_read_aloud,
+    in_a_thread,
     read_aloud_request,
     tenant_of,
     thread_of,
@@ -96,6 +99,8 @@ class SlackAdapter:
         self._bolt: AsyncApp | None = None
         self._delivery: Delivery | None = None
         self._outbox: OutboxDelivery | None = None
+        self._files: FileHost | None = None  # downloads of files attached to messages
+        self.threads: ThreadCache | None = None  # earlier messages of threads, read so far
         self._work = BackgroundWork("Slack")
         # What each workspace refused (streaming, edits, the assistant status), learnt once.
         self.workspaces = Workspaces()
@@ -147,6 +152,9 @@ class SlackAdapter:
             backoff=self.config.delivery_backoff,
         )
         self._outbox = OutboxDelivery(self._client, self.core.events)
+        assert self.config.bot_token is not None  # config.check
+        self._files = FileHost(self._session, self.config.bot_token, self.config.api_url)
+        self.threads = ThreadCache(self._client, self.identity)
         if self.confirmations is not None:
             self._confirmer = SlackConfirmer(self._client, self.confirmations)
             self.confirmations.register(PLATFORM, self._confirmer)
@@ -312,8 +320,15 @@ class SlackAdapter:
         await self._react("reactions_add", channel, event["ts"])
         if not filters.is_direct(event):
             await events.mark_thread(PLATFORM, tenant, channel, thread)
-        assert self.identity is not None
-        request = to_request(body, bot_user_id=self.identity.user_id)
+        assert self.identity is not None and self.threads is not None
+        earlier = (
+            self.threads.reader(tenant, channel, thread, event["ts"])
+            if in_a_thread(event)
+            else None
+        )
+        request = to_request(
+            body, bot_user_id=self.identity.user_id, files=self._files, earlier=earlier
+        )
         target = Target(
             tenant=tenant,
             channel=channel,

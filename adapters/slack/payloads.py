@@ -15,6 +15,21 @@ class Authorization(TypedDict):
     is_bot: bool
 
 
+class SlackFile(TypedDict, total=False):
+    """A file object as events and `conversations.replies` carry it (`files[]`)."""
+
+    id: str
+    name: str
+    title: str
+    mimetype: str
+    filetype: str
+    size: int
+    subtype: str  # `slack_audio` for an audio clip recorded in Slack
+    mode: str  # `hosted`, `snippet`, `external` (a link elsewhere), `tombstone` (deleted)
+    url_private: str
+    url_private_download: str
+
+
 class MessageEvent(TypedDict):
     """`app_mention` and `message` events (channels, private channels, DMs, group DMs)."""
 
@@ -28,6 +43,7 @@ class MessageEvent(TypedDict):
     thread_ts: NotRequired[str]
     channel_type: NotRequired[Literal["channel", "group", "im", "mpim", "app_home"]]
     team: NotRequired[str]
+    files: NotRequired[list[SlackFile]]
 
 
 class EventCallback(TypedDict):
@@ -79,6 +95,24 @@ class HistoryMessage(TypedDict):
     bot_id: NotRequired[str]
     thread_ts: NotRequired[str]
     blocks: NotRequired[list[dict[str, Any]]]
+    subtype: NotRequired[str]
+    username: NotRequired[str]  # another app's message: the name it posted under
+    bot_profile: NotRequired[dict[str, Any]]
+    files: NotRequired[list[SlackFile]]
+
+
+class UserProfile(TypedDict, total=False):
+    display_name: str
+    real_name: str
+
+
+class SlackUser(TypedDict, total=False):
+    """`users.info`'s `user` (the fields we read)."""
+
+    id: str
+    name: str
+    real_name: str
+    profile: UserProfile
 
 
 class SlashCommand(TypedDict):

@@ -15,6 +15,7 @@ from adapters.text import reply_markdown, split_markdown
 from core.request import Reply, Request
 
 if TYPE_CHECKING:
+    from adapters.slack.files import FileHost
     from adapters.slack.payloads import (
         EventCallback,
         HistoryMessage,
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
         ReactionCallback,
         SlashCommand,
     )
+    from core.request import ThreadReader
 
 PLATFORM = "slack"
 
@@ -50,7 +52,15 @@ def tenant_of(body: EventCallback | SlashCommand | ReactionCallback) -> str:
     return body.get("enterprise_id") or body["team_id"]
 
 
-def to_request(body: EventCallback | SlashCommand, *, bot_user_id: str | None = None) -> Request:
+def to_request(
+    body: EventCallback | SlashCommand,
+    *,
+    bot_user_id: str | None = None,
+    files: FileHost | None = None,
+    earlier: ThreadReader | None = None,
+) -> Request:
+    """`files`: where the message's attached files are downloaded from, when core asks (none
+    without it); `earlier`: the thread's earlier messages, for a message inside a thread."""
     if "command" in body:
         command = cast("SlashCommand", body)
         return Request(
@@ -71,6 +81,8 @@ def to_request(body: EventCallback | SlashCommand, *, bot_user_id: str | None = 
         thread=thread_of(event),
         user=event.get("user", ""),
         text=text.strip(),
+        files=files.incoming(event.get("files") or []) if files is not None else (),
+        earlier=earlier,
     )
 
 
@@ -112,6 +124,12 @@ def read_aloud_request(body: ReactionCallback, message: HistoryMessage) -> Reque
         user=event["user"],
         text=f"/tts {text.strip()}",
     )
+
+
+def in_a_thread(event: MessageEvent) -> bool:
+    """A reply inside a thread (not the message that starts one)."""
+    thread_ts = event.get("thread_ts")
+    return bool(thread_ts) and thread_ts != event["ts"]
 
 
 def thread_of(event: MessageEvent) -> str:

@@ -23,6 +23,20 @@ ones: their `text` grows with each `markdown_text` chunk, `chunks` records every
 `tasks` each task's statuses in order, `streaming` whether the stream is still open.
 `assistant.threads.setStatus` is recorded (and refused when told). The server runs in its own thread
 and event loop, so sync tests and apps on other loops can use it alike.
+
+Files people attach, and the threads they write in:
+
+    f = fake.host_file("log.txt", b"...", "text/plain")   # a Slack file object for `files[]`
+    fake.host_file(..., chunked=True)           # served without Content-Length
+    fake.host_file(..., redirect_to=url)        # answers 302 to `url` instead
+    fake.forged_file("x.txt")                   # a file object whose URLs point at another
+    fake.elsewhere_calls()                      #   127.0.0.1 port, which records every request
+    fake.add_message("C1", "text", user="U1", thread_ts=root, files=[f])  # in the thread
+    fake.set_user("U1", "alice")                # users.info's display name
+
+A file is served at `/files-pri/...` only with the bot token as `Authorization: Bearer` (else
+Slack's sign-in page, as HTML with status 200, as Slack does); each download is a `files-pri`
+call. Stored messages are what `conversations.replies` pages through.
 """
 
 from __future__ import annotations
@@ -90,6 +104,10 @@ class FakeSlack:
         self._runner: web.AppRunner | None = None
         self._sockets: list[web.WebSocketResponse] = []
         self.port = 0
+        self._files: dict[str, _HostedFile] = {}
+        self._users: dict[str, dict[str, Any]] = {}
+        self._elsewhere_runner: web.AppRunner | None = None
+        self.elsewhere_port = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> FakeSlack:
@@ -117,17 +135,27 @@ class FakeSlack:
         app.router.add_post("/upload/{file_id}", self._upload)
         app.router.add_post("/response/{hook}", self._response_url)
         app.router.add_get("/link", self._websocket)
+        app.router.add_get("/files-pri/{path:.*}", self._file)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
         self.port = int(self._runner.addresses[0][1])
+        # Another host (another port of 127.0.0.1) that would serve anything asked of it.
+        elsewhere = web.Application()
+        elsewhere.router.add_route("*", "/{path:.*}", self._elsewhere)
+        self._elsewhere_runner = web.AppRunner(elsewhere, access_log=None, handle_signals=False)
+        await self._elsewhere_runner.setup()
+        await web.TCPSite(self._elsewhere_runner, "127.0.0.1", 0).start()
+        self.elsewhere_port = int(self._elsewhere_runner.addresses[0][1])
 
     async def _shutdown(self) -> None:
         for ws in list(self._sockets):
             await ws.close()
         if self._runner is not None:
             await self._runner.cleanup()
+        if self._elsewhere_runner is not None:
+            await self._elsewhere_runner.cleanup()
 
     def stop(self) -> None:
         if self._loop is not None and self._thread is not None:
@@ -193,6 +221,141 @@ class FakeSlack:
         with Retry-After: 1 (counted in `throttled`)."""
         with self._cond:
             self._rates[method] = per_second
+
+    # -- files and threads ---------------------------------------------------------------------
+    def host_file(
+        self,
+        name: str,
+        data: bytes,
+        mimetype: str = "application/octet-stream",
+        *,
+        subtype: str | None = None,
+        chunked: bool = False,
+        redirect_to: str | None = None,
+        team: str = "T1",
+    ) -> dict[str, Any]:
+        """Serve `data` as a Slack file; returns its file object as events carry it."""
+        file_id = f"F{uuid.uuid4().hex[:10].upper()}"
+        path = f"{team}-{file_id}/download/{name}"
+        with self._cond:
+            self._files[path] = _HostedFile(data, mimetype, chunked, redirect_to)
+        return self._file_object(file_id, name, len(data), mimetype, subtype, self.url, path)
+
+    def forged_file(self, name: str, mimetype: str = "text/plain") -> dict[str, Any]:
+        """A file object whose URLs point at another port of 127.0.0.1 (`elsewhere_calls`)."""
+        file_id = f"F{uuid.uuid4().hex[:10].upper()}"
+        base = f"http://127.0.0.1:{self.elsewhere_port}"
+        return self._file_object(file_id, name, 10, mimetype, None, base, f"T1-{file_id}/{name}")
+
+    def elsewhere_url(self, path: str = "stolen") -> str:
+        return f"http://127.0.0.1:{self.elsewhere_port}/{path}"
+
+    def elsewhere_calls(self) -> list[Call]:
+        """Requests the other host received (each a Call named `elsewhere`)."""
+        return self.calls("elsewhere")
+
+    @staticmethod
+    def _file_object(
+        file_id: str,
+        name: str,
+        size: int,
+        mimetype: str,
+        subtype: str | None,
+        base: str,
+        path: str,
+    ) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": file_id,
+            "name": name,
+            "title": name,
+            "mimetype": mimetype,
+            "filetype": name.rsplit(".", 1)[-1],
+            "size": size,
+            "mode": "hosted",
+            "url_private": f"{base}/files-pri/{path.replace('/download/', '/')}",
+            "url_private_download": f"{base}/files-pri/{path}",
+        }
+        if subtype:
+            out["subtype"] = subtype
+        return out
+
+    def add_message(
+        self,
+        channel: str,
+        text: str,
+        *,
+        user: str | None = "U1",
+        ts: str | None = None,
+        thread_ts: str | None = None,
+        files: list[dict[str, Any]] | None = None,
+        bot_id: str | None = None,
+        username: str | None = None,
+        subtype: str | None = None,
+    ) -> str:
+        """A message somebody wrote (not through the API), for `conversations.replies`."""
+        message: dict[str, Any] = {"ts": ts or self._new_ts(), "text": text}
+        message["thread_ts"] = thread_ts
+        for key, value in (
+            ("user", user),
+            ("files", files),
+            ("bot_id", bot_id),
+            ("username", username),
+            ("subtype", subtype),
+        ):
+            if value:
+                message[key] = value
+        with self._cond:
+            self._messages.setdefault(channel, []).append(message)
+        return str(message["ts"])
+
+    def set_user(self, user: str, display_name: str, real_name: str = "") -> None:
+        with self._cond:
+            self._users[user] = {
+                "id": user,
+                "name": display_name.lower(),
+                "real_name": real_name or display_name,
+                "profile": {"display_name": display_name, "real_name": real_name or display_name},
+            }
+
+    def _m_users_info(self, args: dict[str, Any]) -> dict[str, Any]:
+        with self._cond:
+            user = self._users.get(str(args.get("user") or ""))
+        if user is None:
+            return {"ok": False, "error": "user_not_found"}
+        return {"ok": True, "user": user}
+
+    async def _file(self, request: web.Request) -> web.StreamResponse:
+        path = request.match_info["path"]
+        auth = request.headers.get("Authorization", "")
+        token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else None
+        with self._cond:
+            self._calls.append(Call("files-pri", {"path": path}, time.monotonic(), token))
+            self._cond.notify_all()
+            hosted = self._files.get(path) or self._files.get(_download_path(path))
+        if token != self.bot_token:  # Slack's sign-in page, with a 200
+            return web.Response(text="<html>Sign in to Slack</html>", content_type="text/html")
+        if hosted is None:
+            return web.Response(status=404)
+        if hosted.redirect_to:
+            raise web.HTTPFound(hosted.redirect_to)
+        if not hosted.chunked:
+            return web.Response(body=hosted.data, content_type=hosted.mimetype)
+        response = web.StreamResponse(headers={"Content-Type": hosted.mimetype})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        for start in range(0, len(hosted.data), 16 * 1024):
+            await response.write(hosted.data[start : start + 16 * 1024])
+        await response.write_eof()
+        return response
+
+    async def _elsewhere(self, request: web.Request) -> web.StreamResponse:
+        auth = request.headers.get("Authorization", "")
+        token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else None
+        with self._cond:
+            args = {"path": request.match_info["path"], "method": request.method}
+            self._calls.append(Call("elsewhere", args, time.monotonic(), token))
+            self._cond.notify_all()
+        return web.Response(body=b"elsewhere", content_type="text/plain")
 
     # -- inspection --------------------------------------------------------------------------
     def calls(self, method: str | None = None) -> list[Call]:
@@ -506,6 +669,7 @@ class FakeSlack:
                 for m in self._messages.get(args.get("channel", ""), [])
                 if m["ts"] == args.get("ts") or m.get("thread_ts") == args.get("ts")
             ]
+        msgs.sort(key=lambda m: tuple(int(p) for p in str(m["ts"]).split(".")))
         return self._page(msgs, args)
 
     def _m_conversations_history(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -580,6 +744,20 @@ class FakeSlack:
             self._calls.append(Call("response_url", body, time.monotonic(), None))
             self._cond.notify_all()
         return web.Response(text="ok", content_type="text/plain")
+
+
+@dataclass
+class _HostedFile:
+    data: bytes
+    mimetype: str
+    chunked: bool = False
+    redirect_to: str | None = None
+
+
+def _download_path(path: str) -> str:
+    """`url_private`'s path to the `url_private_download` one it was made from."""
+    head, _, name = path.rpartition("/")
+    return f"{head}/download/{name}"
 
 
 def shown_text(message: dict[str, Any]) -> str:

@@ -18,7 +18,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -81,8 +81,10 @@ def mention(
     team: str = "T1",
     enterprise: str | None = None,
     event_id: str | None = None,
+    files: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """An `app_mention` event callback: `<@bot> text`."""
+    """An `app_mention` event callback: `<@bot> text` (with `files`: their file objects, as
+    `FakeSlack.host_file` makes them)."""
     event: dict[str, Any] = {
         "type": "app_mention",
         "user": user,
@@ -93,6 +95,8 @@ def mention(
     }
     if thread_ts:
         event["thread_ts"] = thread_ts
+    if files:
+        event["files"] = files
     return event_body(event, team=team, enterprise=enterprise, event_id=event_id)
 
 
@@ -108,8 +112,10 @@ def message(
     subtype: str | None = None,
     bot_id: str | None = None,
     event_id: str | None = None,
+    files: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """A `message` event callback (channel, DM, thread reply, bot message, edit...)."""
+    """A `message` event callback (channel, DM, thread reply, bot message, edit...); with
+    `files`, a `file_share` message carrying them."""
     event: dict[str, Any] = {
         "type": "message",
         "text": text,
@@ -125,6 +131,9 @@ def message(
         event["subtype"] = subtype
     if bot_id:
         event["bot_id"] = bot_id
+    if files:
+        event["files"] = files
+        event.setdefault("subtype", "file_share")
     return event_body(event, team=team, event_id=event_id)
 
 
@@ -351,10 +360,15 @@ class ServedApp:
             **kwargs,
         )
 
-    def run(self, coro: Coroutine[Any, Any, Any], timeout: float = 30.0) -> Any:
-        """Run a coroutine on the app's event loop (e.g. a database check) and return its result."""
+    def run(self, work: Awaitable[Any], timeout: float = 30.0) -> Any:
+        """Run a coroutine (or any awaitable: a file's `fetch`) on the app's event loop (e.g. a
+        database check) and return its result."""
         assert self._loop is not None
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+
+        async def wait() -> Any:
+            return await work
+
+        return asyncio.run_coroutine_threadsafe(wait(), self._loop).result(timeout)
 
     def idle(self, timeout: float = 30.0) -> None:
         """Block until every acknowledged request has been answered (no sleeping)."""
