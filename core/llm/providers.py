@@ -18,3 +18,7 @@ class ProviderSpec:
     compact_threshold: float = 0.9  # compact the thread at this fraction of context_window
     max_tokens_param: str = "max_tokens"  # or "max_completion_tokens" (OpenAI reasoning models)
     stream: bool = True  # ask for answers as they are written (off: endpoints that cannot)
+    vision: bool = False  # the model reads images (attached ones go to it as image parts)
+    # The provider's `/audio/transcriptions` model (e.g. "whisper-1"); None: voice messages
+    # and audio files cannot be transcribed with this provider.
+    transcription_model: str | None = None

@@ -107,7 +107,7 @@ def is_protocol_valid(messages: Sequence[Message]) -> bool:
 def render_transcript(messages: Sequence[Message], max_tool_chars: int = 1_500) -> list[str]:
     lines = []
     for m in messages:
-        content = str(m.get("content") or "")
+        content = text_of(m)  # an image part is not text to summarize
         if m["role"] == "user":
             lines.append(f"User: {content}")
         elif m["role"] == "assistant":
@@ -324,14 +324,30 @@ def _pack(lines: Sequence[str], budget: int, counter: TokenCounter) -> list[str]
 
 
 def shortened(m: Message, max_chars: int) -> Message:
-    """`m` with a long text cut to its start and end around a note."""
+    """`m` with a long text cut to its start and end around a note (in a message of parts,
+    each text part; images are kept)."""
     text = m.get("content")
+    if isinstance(text, list):
+        parts = [
+            {**p, "text": _cut(p["text"], max_chars)}
+            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+            else p
+            for p in text
+        ]
+        return cast("Message", {**m, "content": parts})
     if not isinstance(text, str) or len(text) <= max_chars:
         return m
     head = max_chars * 2 // 3
     tail = max_chars - head
     # Same role and fields, another text: still the message it was.
     return cast("Message", {**m, "content": text[:head] + TEXT_SHORTENED + text[-tail:]})
+
+
+def _cut(text: str, max_chars: int) -> str:
+    if len(text) <= max_chars:
+        return text
+    head = max_chars * 2 // 3
+    return text[:head] + TEXT_SHORTENED + text[-(max_chars - head) :]
 
 
 def without_result(m: Message) -> Message:
@@ -373,7 +389,7 @@ def _collapse_first_exchange(turn: list[Message]) -> list[Message]:
 def _shorten_texts(turn: list[Message], budget: int, counter: TokenCounter) -> list[Message]:
     """Shorten the turn's texts to share `budget` tokens, each keeping its start and end."""
     keep_chars = max(200, int(max(budget, 0) * counter.chars_per_token * 0.8))
-    texts = [m for m in turn if isinstance(m.get("content"), str) and m["content"]]
+    texts = [m for m in turn if text_of(m)]
     each = max(100, keep_chars // max(1, len(texts)))
     out = []
     for m in turn:

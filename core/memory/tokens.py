@@ -24,8 +24,18 @@ _MIN_RATIO, _MAX_RATIO = 1.5, 6.0
 _SMOOTHING = 0.3
 
 
+# An image part is priced by the provider in tiles, not characters: counted as this many
+# characters (about 1,600 tokens, what a 1568 px image costs; `core.attachments.images`).
+IMAGE_PART_CHARS = 4_800
+
+
 def message_chars(message: Message) -> int:
     size = len(text_of(message))
+    content = message.get("content")
+    if isinstance(content, list):
+        size += IMAGE_PART_CHARS * sum(
+            1 for part in content if isinstance(part, dict) and part.get("type") != "text"
+        )
     calls = calls_of(message)
     if calls:
         size += len(json.dumps(calls))
