@@ -82,6 +82,10 @@ class Command:
     # Runs under the request deadline (THREADLINE_REQUEST_DEADLINE). Only work that reports its
     # progress in the thread and is worth finishing however long it takes opts out (`/index`).
     timed: bool = True
+    # The declaration the usage line and the parsing come from (`declared`: its arguments,
+    # `with_verbs`: its verbs); a command built by hand has neither, and nothing in core is.
+    args: type[CommandArgs] | None = None
+    verbs: tuple[Verb[Any], ...] = ()
 
 
 class CommandRegistry:
@@ -143,6 +147,27 @@ class CommandArgs(BaseModel):
     words_needed: ClassVar[str | None] = None
     # Quotes group words (`"0 9 * * 1-5"`); off where a quote is just a character of a word.
     quotes: ClassVar[bool] = True
+    # Flags and options of which at most one may be given (`/save --global | --me`); the usage
+    # line shows them as alternatives.
+    exclusive: ClassVar[tuple[str, ...]] = ()
+    # Where an undeclared `--word` comes before a rest() tail: True, it starts the text (a
+    # question may begin with dashes); False, it is refused as an unknown option (a typo in a
+    # flag must not be saved as part of a fact).
+    unknown_options_are_text: ClassVar[bool] = True
+    # Words and options past the declared ones are ignored instead of refused: `/help me` still
+    # helps, as it always has.
+    ignores_extra: ClassVar[bool] = False
+
+
+class NoArgs(CommandArgs):
+    """Nothing follows the command's name (or its verb); words typed there are refused."""
+
+
+class IgnoredArgs(CommandArgs):
+    """Nothing is read after the command's name, and whatever is typed there is ignored."""
+
+    quotes = False  # a stray quote is ignored with the rest, not refused as unbalanced
+    ignores_extra = True
 
 
 def _meta(kind: Kind, metavar: str) -> dict[str, Any]:
@@ -178,7 +203,8 @@ class _Param:
 
     @property
     def switch(self) -> str:
-        return "--" + self.field.replace("_", "-")
+        # A trailing underscore only keeps a Python keyword a field name: `global_` is `--global`.
+        return "--" + self.field.rstrip("_").replace("_", "-")
 
 
 def _params(model: type[CommandArgs]) -> list[_Param]:
@@ -192,23 +218,31 @@ def _params(model: type[CommandArgs]) -> list[_Param]:
     if any(p.kind == "rest" for p in out) and any(p.kind == "option" for p in out):
         # The tail is the text as typed: only flags and words may come before it.
         raise TypeError(f"{model.__name__}: a rest() field goes with flags and words only")
+    switches = {p.field for p in out if p.kind in ("option", "flag")}
+    if not set(model.exclusive) <= switches:
+        raise TypeError(f"{model.__name__}.exclusive: name flags and options only")
     return out
 
 
 def syntax(model: type[CommandArgs]) -> str:
     """The usage of the words `model` declares: `SCHEDULE KIND [--tz ZONE] [--voice]`."""
-    parts = []
     params = _params(model)
-    for p in params:  # options first where a tail takes the rest: `[--voice] QUESTION`
-        if p.kind in ("option", "flag") and any(q.kind == "rest" for q in params):
-            parts.append(f"[{p.switch}]")
-    for p in params:
+    group = [p for p in params if p.field in model.exclusive]
+
+    def shown(p: _Param) -> str:
+        return f"{p.switch} {p.metavar}" if p.kind == "option" else p.switch
+
+    def part(p: _Param) -> str | None:
         if p.kind in ("word", "rest"):
-            parts.append(p.metavar if p.required else f"[{p.metavar}]")
-        elif not any(q.kind == "rest" for q in params):
-            shown = f"{p.switch} {p.metavar}" if p.kind == "option" else p.switch
-            parts.append(f"[{shown}]")
-    return " ".join(parts)
+            return p.metavar if p.required else f"[{p.metavar}]"
+        if p not in group:
+            return f"[{shown(p)}]"
+        # Alternatives share one bracket, where the first of them is declared.
+        return "[" + " | ".join(shown(q) for q in group) + "]" if p == group[0] else None
+
+    if any(p.kind == "rest" for p in params):  # options first where a tail takes the rest
+        params = sorted(params, key=lambda p: p.kind in ("word", "rest"))
+    return " ".join(filter(None, map(part, params)))
 
 
 def split_words(text: str) -> list[str]:
@@ -235,6 +269,8 @@ def parse_args(model: type[M], text: str, command: str) -> M:
     while remaining:  # leading options; the first other word starts the tail, as typed
         head, *after = remaining.split(maxsplit=1)
         p = switches.get(head.lower())
+        if p is None and head.startswith("--") and not model.unknown_options_are_text:
+            raise UsageError(f"Unknown option `{head[:40]}`.")
         if p is None or p.kind != "flag":
             break
         values[p.field] = True
@@ -272,12 +308,14 @@ def parse_words(model: type[M], words: list[str], command: str) -> M:
             continue
         if p is not None:
             values[p.field] = True
-        elif w.startswith("--"):
-            raise UsageError(f"Unknown option `{w[:40]}`.")
-        else:
+        elif not w.startswith("--"):
             positional.append(w)
+        elif not model.ignores_extra:
+            raise UsageError(f"Unknown option `{w[:40]}`.")
         i += 1
     slots = [p for p in params if p.kind == "word"]
+    if model.ignores_extra:
+        positional = positional[: len(slots)]
     required = sum(p.required for p in slots)
     if not required <= len(positional) <= len(slots):
         raise UsageError((model.words_needed or "").format(command=command))
@@ -286,12 +324,19 @@ def parse_words(model: type[M], words: list[str], command: str) -> M:
 
 
 def _validate(model: type[M], values: dict[str, Any], command: str) -> M:
+    by_field = {p.field: p for p in _params(model)}
+    both = [by_field[f].switch for f in by_field if f in model.exclusive and values.get(f)]
+    if len(both) > 1:
+        listed = [f"`{s}`" for s in both]
+        raise UsageError(f"Give only one of {', '.join(listed[:-1])} and {listed[-1]}.")
     try:
         return model.model_validate(values)
     except ValidationError as exc:
+        for error in exc.errors():  # a validator's own words say best what is wrong
+            if error["type"] == "value_error" and "error" in error.get("ctx", {}):
+                raise UsageError(str(error["ctx"]["error"])) from None
         if model.words_needed is not None:
             raise UsageError(model.words_needed.format(command=command)) from None
-        by_field = {p.field: p for p in _params(model)}
         for error in exc.errors():
             p = by_field.get(str(error["loc"][0])) if error["loc"] else None
             if p is not None and p.field in values:
@@ -327,7 +372,7 @@ def declared(
             return usage_reply(str(exc), shown)
         return await run(ctx, parsed)
 
-    return Command(name, line, summary, handler, permission, personal, timed)
+    return Command(name, line, summary, handler, permission, personal, timed, args=args)
 
 
 def usage_reply(problem: str, usage: str) -> Reply:
@@ -337,7 +382,8 @@ def usage_reply(problem: str, usage: str) -> Reply:
 @dataclass(frozen=True, slots=True)
 class Verb(Generic[M]):
     """One verb of a command with several (`/digest add ...`, `/digest list`): the verbs that
-    share its arguments, the permission it needs, and what runs it (given the verb typed)."""
+    share its arguments, the permission it needs, and what runs it (given the verb typed).
+    No names: what the command does when no verb is typed (`/mcp` alone, beside `/mcp diff`)."""
 
     names: tuple[str, ...]
     args: type[M]
@@ -345,7 +391,7 @@ class Verb(Generic[M]):
     permission: str | None = None
 
     def usage(self, command: str) -> str:
-        return f"/{command} {'|'.join(self.names)} {syntax(self.args)}".strip()
+        return " ".join(filter(None, (f"/{command}", "|".join(self.names), syntax(self.args))))
 
 
 def verbs_usage(name: str, verbs: Sequence[Verb[Any]]) -> str:
@@ -365,11 +411,11 @@ def with_verbs(
     notes: str = "",
     usage: str | None = None,
 ) -> Command:
-    """A command of verbs, each declared by a `Verb`. No verb runs `default` (None: the usage
-    answers); an unknown one is answered with the usage of all of them (after
-    `unknown_permission`, so people who may use none of them learn nothing from it). `notes`
-    follows the usage lines; `usage` replaces both where a command words its own."""
-    table = {n: v for v in verbs for n in v.names}
+    """A command of verbs, each declared by a `Verb`. No verb runs the `Verb` without names,
+    else `default` (None: the usage answers); an unknown one is answered with the usage of all
+    of them (after `unknown_permission`, so people who may use none of them learn nothing from
+    it). `notes` follows the usage lines; `usage` replaces both where a command words its own."""
+    table = {n: v for v in verbs for n in v.names or ("",)}
     shown = usage or verbs_usage(name, verbs) + (f"\n{notes}" if notes else "")
 
     async def handler(ctx: CommandContext, text: str) -> Reply:
@@ -388,11 +434,21 @@ def with_verbs(
         except UsageError as exc:
             return usage_reply(str(exc), shown)
 
-    # The line /help shows: every verb with its words where that stays short, else the verbs.
-    line = f"/{name} " + " | ".join(v.usage(name).removeprefix(f"/{name} ") for v in verbs)
-    if len(line) > 60:
-        line = f"/{name} {'|'.join(table)} ..."
-    return Command(name, line, summary, handler, permission, personal)
+    return Command(
+        name, verbs_line(name, verbs), summary, handler, permission, personal, verbs=tuple(verbs)
+    )
+
+
+def verbs_line(name: str, verbs: Sequence[Verb[Any]]) -> str:
+    """The line /help shows: every verb with its words where that stays short, else the verbs;
+    in brackets where the command also runs without one (`/skills [show NAME | reload]`)."""
+    named = [v for v in verbs if v.names]
+
+    def line(shown: str) -> str:
+        return f"/{name} [{shown}]" if len(named) < len(verbs) else f"/{name} {shown}"
+
+    full = line(" | ".join(v.usage(name).removeprefix(f"/{name} ") for v in named))
+    return full if len(full) <= 60 else line("|".join(n for v in named for n in v.names) + " ...")
 
 
 def help_text(ctx: CommandContext) -> str:
@@ -412,7 +468,7 @@ def help_text(ctx: CommandContext) -> str:
     return "\n".join(lines)
 
 
-async def _help(ctx: CommandContext, _args: str) -> Reply:
+async def _help(ctx: CommandContext, _args: IgnoredArgs) -> Reply:
     return Reply(help_text(ctx), ephemeral=True)
 
 
@@ -432,7 +488,7 @@ async def _ask(ctx: CommandContext, args: AskArgs) -> Reply:
     return await ctx.speak(reply, args.question)
 
 
-async def _budget(ctx: CommandContext, _args: str) -> Reply:
+async def _budget(ctx: CommandContext, _args: IgnoredArgs) -> Reply:
     session = ctx.session
     states = await ctx.quotas.snapshot(session.token_limits() + session.tts_limits())
     used_today = await ctx.usage.today(session)
@@ -458,8 +514,12 @@ async def _budget(ctx: CommandContext, _args: str) -> Reply:
 
 def builtin_commands() -> list[Command]:
     return [
-        Command(
-            "help", "/help", "what I can do and the commands you can use", _help, personal=True
+        declared(
+            "help",
+            "what I can do and the commands you can use",
+            IgnoredArgs,
+            _help,
+            personal=True,
         ),
         declared(
             "ask",
@@ -468,7 +528,11 @@ def builtin_commands() -> list[Command]:
             _ask,
             permission="ask",
         ),
-        Command(
-            "budget", "/budget", "your token and voice budgets for today", _budget, personal=True
+        declared(
+            "budget",
+            "your token and voice budgets for today",
+            IgnoredArgs,
+            _budget,
+            personal=True,
         ),
     ]

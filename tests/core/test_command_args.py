@@ -3,22 +3,28 @@ parsing, the errors and the usage line."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import pytest
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from core.commands import (
     AskArgs,
     CommandArgs,
+    CommandContext,
+    IgnoredArgs,
+    NoArgs,
     UsageError,
+    Verb,
     flag,
     option,
     parse_args,
     rest,
     syntax,
+    verbs_line,
     word,
 )
+from core.request import Reply
 
 
 class AddArgs(CommandArgs):
@@ -120,3 +126,84 @@ def test_words_before_a_tail() -> None:
     assert parse_args(RunArgs, "triage", "/skill") == RunArgs(name="triage")
     with pytest.raises(UsageError):
         parse_args(RunArgs, "  ", "/skill")
+
+
+class ScopeArgs(CommandArgs):
+    exclusive = ("global_", "me")
+    unknown_options_are_text = False
+    global_: bool = flag()  # a keyword as a field name: the switch drops the underscore
+    me: bool = flag()
+    fact: str = rest("FACT")
+
+
+def test_exclusive_flags_are_shown_as_alternatives_and_refused_together() -> None:
+    assert syntax(ScopeArgs) == "[--global | --me] FACT"
+    assert parse_args(ScopeArgs, "--GLOBAL we deploy", "/save") == ScopeArgs(
+        global_=True, fact="we deploy"
+    )
+    with pytest.raises(UsageError, match=r"^Give only one of `--global` and `--me`\.$"):
+        parse_args(ScopeArgs, "--me --global we deploy", "/save")
+
+
+def test_an_unknown_option_before_the_text_is_refused_where_the_model_says_so() -> None:
+    with pytest.raises(UsageError, match=r"^Unknown option `--everyone`\.$"):
+        parse_args(ScopeArgs, "--everyone we deploy", "/save")
+    assert parse_args(ScopeArgs, "we use --global flags", "/save").fact == "we use --global flags"
+    assert parse_args(AskArgs, "--everyone x", "/ask").question == "--everyone x"  # a question
+
+
+def test_exclusive_names_flags_and_options_only() -> None:
+    class Wrong(CommandArgs):
+        exclusive = ("name", "me")
+        name: str = word("NAME")
+        me: bool = flag()
+
+    with pytest.raises(TypeError, match="exclusive"):
+        syntax(Wrong)
+
+
+@pytest.mark.parametrize("text", ["", "me", "extra words --verbose", 'a "stray quote'])
+def test_ignored_arguments_accept_anything(text: str) -> None:
+    assert syntax(IgnoredArgs) == ""
+    assert parse_args(IgnoredArgs, text, "/help") == IgnoredArgs()
+
+
+@pytest.mark.parametrize("text", ["extra", "--verbose"])
+def test_no_arguments_refuse_words(text: str) -> None:
+    assert parse_args(NoArgs, "", "/memory list") == NoArgs()
+    with pytest.raises(UsageError):
+        parse_args(NoArgs, text, "/memory list")
+
+
+def _small(value: int) -> int:
+    if value > 5:
+        raise ValueError("--depth must be a number from 1 to 5.")
+    return value
+
+
+class DepthArgs(CommandArgs):
+    depth: Annotated[int | None, AfterValidator(_small)] = option("N")
+
+
+def test_a_validators_own_message_is_the_error() -> None:
+    assert parse_args(DepthArgs, "--depth 3", "/graph").depth == 3
+    with pytest.raises(UsageError, match=r"^--depth must be a number from 1 to 5\.$"):
+        parse_args(DepthArgs, "--depth 9", "/graph")
+    with pytest.raises(UsageError, match=r"^`x` is not a valid N\.$"):
+        parse_args(DepthArgs, "--depth x", "/graph")
+
+
+async def _verb(_ctx: CommandContext, _verb: str, _args: Any) -> Reply:
+    raise AssertionError("not run")
+
+
+def test_a_command_that_also_runs_without_a_verb_shows_its_verbs_in_brackets() -> None:
+    bare = Verb((), NoArgs, _verb)
+    show = Verb(("show",), NameArgs, _verb)
+    reload = Verb(("reload",), NoArgs, _verb)
+    assert bare.usage("skills") == "/skills"
+    assert verbs_line("skills", [bare, show, reload]) == "/skills [show NAME | reload]"
+    assert verbs_line("skills", [show, reload]) == "/skills show NAME | reload"
+    many = [Verb((f"verb{i}",), NameArgs, _verb) for i in range(8)]
+    shortened = "/x [" + "|".join(f"verb{i}" for i in range(8)) + " ...]"
+    assert verbs_line("x", [bare, *many]) == shortened
