@@ -96,6 +96,17 @@ class Metrics:
             ["outcome"],
             registry=r,
         )
+        # The model label is a configured model name, stored with the answer when it was given.
+        self.feedback = Counter(
+            "threadline_answer_feedback",
+            "Ratings people gave answers (a changed rating counts again)",
+            ["value", "platform", "model"],
+            registry=r,
+        )
+
+    def rated(self, platform: str, value: str, model: str) -> None:
+        shown = platform if self._known_platform(platform) else OTHER
+        self.feedback.labels(_code(value), shown, model or UNKNOWN).inc()
 
     def tool_label(self, name: str) -> str:
         return name if self._known_tool(name) else UNKNOWN

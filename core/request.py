@@ -191,3 +191,23 @@ class Reply:
     notices: tuple[str, ...] = ()
     tool_calls: tuple[ToolCallRecord, ...] = ()
     usage: Usage = Usage()
+    # A model answer people may rate: adapters put it into the 👍/👎 buttons under the answer
+    # and hand clicks back as a `Rating`. None: nothing to rate (commands, failures).
+    answer_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rating:
+    """A 👍/👎 click (and, for a 👎, the reason typed) on an answer, from a *verified* platform
+    interaction: the rater's identity is the platform's, `answer_id` comes from the button.
+    `link` points to the answer on the platform, for the `feedback` digest."""
+
+    platform: str
+    tenant: str
+    channel: str
+    user: str
+    answer_id: str
+    value: str  # "up" | "down"; core refuses anything else
+    reason: str | None = None
+    link: str | None = None
+    roles: tuple[str, ...] = ()

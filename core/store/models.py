@@ -530,3 +530,45 @@ class McpConfirmation(SQLModel, table=True):
     # The full arguments (indented JSON, secrets redacted, bounded) when the question shortened
     # them: a Discord "Full arguments" click may reach any process.
     details: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+
+
+class Answer(SQLModel, table=True):
+    """An answer Threadline gave, as feedback needs it: where it was given and what made it
+    (model, skills, tools), never its text (that stays in the thread's own history). `id` is
+    unguessable and goes into the rating buttons under the answer."""
+
+    __tablename__ = "answers"
+    __table_args__ = (Index("ix_answers_tenant", "platform", "tenant", "created_at"),)
+
+    id: str = Field(primary_key=True, max_length=64)
+    created_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
+    platform: str = Field(max_length=32)
+    tenant: str = Field(max_length=128)
+    channel: str = Field(max_length=128)
+    thread: str = Field(max_length=128)
+    user: str = Field(max_length=128)  # who asked
+    model: str = Field(default="", max_length=128)
+    skills: str = Field(default="", max_length=500)  # comma-separated names
+    tools: str = Field(default="", max_length=500)  # comma-separated names, in order of use
+
+
+class AnswerRating(SQLModel, table=True):
+    """One person's 👍/👎 on one answer: rating again replaces it (the last click wins)."""
+
+    __tablename__ = "answer_ratings"
+    __table_args__ = (
+        UniqueConstraint("answer_id", "user", name="uq_answer_ratings_user"),
+        Index("ix_answer_ratings_tenant", "platform", "tenant", "updated_at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    answer_id: str = Field(foreign_key="answers.id", ondelete="CASCADE", max_length=64)
+    platform: str = Field(max_length=32)
+    tenant: str = Field(max_length=128)
+    channel: str = Field(max_length=128)
+    user: str = Field(max_length=128)
+    value: str = Field(max_length=8)  # up | down
+    reason: str | None = Field(default=None, max_length=300)
+    link: str | None = Field(default=None, max_length=500)  # the answer on the platform
+    created_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
+    updated_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
