@@ -1,6 +1,6 @@
 """`/save` and `/memory`: saving, listing, searching and deleting long-term memory items.
 
-    /save FACT              this channel (needs memory.write)
+    /save FACT              this channel (needs memory.write; `--channel` says so explicitly)
     /save --global FACT     the whole workspace/server (also needs memory.write_global)
     /save --me FACT         only you, in any channel of this workspace/server
     /memory list            what is visible here (needs memory.read)
@@ -18,7 +18,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import BeforeValidator, Strict
 
 from core import messages
-from core.commands import Command, CommandArgs, CommandContext, Verb, rest, with_verbs, word
+from core.commands import (
+    Command,
+    CommandArgs,
+    CommandContext,
+    NoArgs,
+    Verb,
+    declared,
+    flag,
+    rest,
+    with_verbs,
+    word,
+)
 from core.errors import Refusal
 from core.memory.facts import MemoryStore, Scope, one_line
 from core.request import Reply
@@ -32,28 +43,20 @@ LIST_LIMIT = 50  # newest items shown by `/memory list`
 LIST_TEXT_CHARS = 200  # each item's text is shortened to this in a list
 SEARCH_LIMIT = 10
 
-_SAVE_OPTIONS: dict[str, Scope] = {"--global": "global", "--me": "user", "--channel": "channel"}
 
+class SaveArgs(CommandArgs):
+    """`[--global | --me | --channel] FACT`: one scope, then the fact as typed."""
 
-class _Usage(Exception):
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
+    exclusive = ("global_", "me", "channel")
+    unknown_options_are_text = False  # `/save --globl x` is a typo, not a fact to remember
+    global_: bool = flag()
+    me: bool = flag()
+    channel: bool = flag()  # the default, said explicitly
+    fact: str = rest("FACT")
 
-
-def parse_save(args: str) -> tuple[Scope, str]:
-    """`[--global|--me|--channel] FACT` -> (scope, fact); raises `_Usage` when malformed."""
-    scope: Scope = "channel"
-    head, _, rest = args.strip().partition(" ")
-    if head.startswith("--"):
-        option = head.lower()
-        if option not in _SAVE_OPTIONS:
-            raise _Usage(messages.memory_bad_option(head))
-        scope, args = _SAVE_OPTIONS[option], rest
-    fact = args.strip()
-    if not fact or fact.split()[0].lower() in _SAVE_OPTIONS:  # "/save --me --global x"
-        raise _Usage(messages.SAVE_USAGE)
-    return scope, fact
+    @property
+    def scope(self) -> Scope:
+        return "global" if self.global_ else "user" if self.me else "channel"
 
 
 def parse_item_id(text: str) -> int | None:
@@ -65,10 +68,6 @@ def parse_item_id(text: str) -> int | None:
 def _item_id(value: Any) -> Any:
     found = parse_item_id(str(value))
     return found if found is not None else value  # left to be refused as not an int
-
-
-class NoArgs(CommandArgs):
-    pass
 
 
 class SearchArgs(CommandArgs):
@@ -89,13 +88,10 @@ def item_line(item: MemoryItem, *, text_chars: int | None = None) -> str:
 
 
 def memory_commands(store: MemoryStore) -> list[Command]:
-    async def save(ctx: CommandContext, args: str) -> Reply:
+    async def save(ctx: CommandContext, args: SaveArgs) -> Reply:
+        scope = args.scope
         try:
-            scope, fact = parse_save(args)
-        except _Usage as usage:
-            return Reply(usage.text, ok=False, ephemeral=True)
-        try:
-            result = await store.save(ctx.session, fact, scope)
+            result = await store.save(ctx.session, args.fact, scope)
         except Refusal as exc:  # a missing permission, an empty or too long fact
             return Reply(messages.memory_not_saved(str(exc)), ok=False)
         except Exception:
@@ -138,12 +134,13 @@ def memory_commands(store: MemoryStore) -> list[Command]:
         return Reply(messages.memory_deleted(item.id, item.scope), ephemeral=item.scope == "user")
 
     return [
-        Command(
+        declared(
             "save",
-            "/save [--global | --me] FACT",
             "remember a fact for this channel (--global: whole workspace, --me: only you)",
+            SaveArgs,
             save,
-            "memory.write",
+            permission="memory.write",
+            usage=messages.SAVE_USAGE,
         ),
         with_verbs(
             "memory",

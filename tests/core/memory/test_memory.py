@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from core import messages
+from core.commands import UsageError, parse_args
 from core.errors import PermissionDenied
-from core.memory.commands import parse_item_id, parse_save
+from core.memory.commands import SaveArgs, parse_item_id
 from core.memory.facts import (
     MAX_FACT_CHARS,
     PROMPT_HEADER,
@@ -141,7 +142,24 @@ def test_fingerprint_keeps_meaningful_differences() -> None:
     ],
 )
 def test_save_arguments(args: str, scope: str, fact: str) -> None:
-    assert parse_save(args) == (scope, fact)
+    parsed = parse_args(SaveArgs, args, "/save")
+    assert (parsed.scope, parsed.fact) == (scope, fact)
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        ("--me --global x", "Give only one of `--global` and `--me`."),
+        ("--global --me --channel x", "Give only one of `--global`, `--me` and `--channel`."),
+        ("--everyone x", "Unknown option `--everyone`."),
+        ("--me --globl x", "Unknown option `--globl`."),  # a typo is not saved as the fact
+        ("--me", ""),  # the usage alone says it
+    ],
+)
+def test_save_arguments_that_do_not_fit(args: str, error: str) -> None:
+    with pytest.raises(UsageError) as raised:
+        parse_args(SaveArgs, args, "/save")
+    assert str(raised.value) == error
 
 
 @pytest.mark.parametrize(("raw", "item_id"), [("12", 12), ("#12", 12), (" 7 ", 7)])
@@ -594,8 +612,11 @@ async def test_save_where_memory_write_is_denied(memory_bot: BotHarness, command
     [
         ("/save", messages.SAVE_USAGE),
         ("/save --me", messages.SAVE_USAGE),
-        ("/save --me --global x", messages.SAVE_USAGE),
-        ("/save --everyone x", messages.memory_bad_option("--everyone")),
+        (
+            "/save --me --global x",
+            f"Give only one of `--global` and `--me`.\n\n{messages.SAVE_USAGE}",
+        ),
+        ("/save --everyone x", f"Unknown option `--everyone`.\n\n{messages.SAVE_USAGE}"),
         ("/save ...", messages.memory_not_saved(messages.MEMORY_EMPTY)),
         (
             "/save " + "y" * (MAX_FACT_CHARS + 1),
@@ -684,7 +705,7 @@ async def test_memory_usage(memory_bot: BotHarness, command: str) -> None:
 
 async def test_help_lists_the_memory_commands(memory_bot: BotHarness) -> None:
     text = (await memory_bot.send("/help")).text
-    assert "`/save [--global | --me] FACT`" in text
+    assert "`/save [--global | --me | --channel] FACT`" in text
     assert "`/memory list | search QUERY | delete ID`" in text
     announce = (await memory_bot.send("/help", channel="announce")).text
     assert "FACT` — remember a fact for this channel" in announce
