@@ -14,12 +14,16 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import BeforeValidator
 
 from core.code import messages
+from core.code.graph.query import MAX_DEPTH, SECTIONS, Section
+from core.code.graph.render import BAD_DEPTH, GRAPH_USAGE
 from core.code.indexer import Indexer, Stage
 from core.code.repos import RepoError, RepoStore
-from core.commands import Command, CommandArgs, CommandContext, declared, word
+from core.commands import Command, CommandArgs, CommandContext, declared, flag, option, word
 from core.request import Attachment, Reply
 
 if TYPE_CHECKING:
@@ -28,6 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PROGRESS_EVERY = 2.0
+DEFAULT_DEPTH = 2  # of `/graph`, as `threadline graph` has it
 
 
 class _ThreadProgress:
@@ -94,6 +99,30 @@ class IndexArgs(CommandArgs):
     name: str = word("NAME")
 
 
+def _depth(value: Any) -> Any:
+    if not (isinstance(value, str) and value.isdigit() and 1 <= int(value) <= MAX_DEPTH):
+        raise ValueError(BAD_DEPTH)
+    return int(value)
+
+
+class GraphArgs(CommandArgs):
+    quotes = False  # a symbol is one word as typed
+    symbol: str = word("SYMBOL")
+    repo: str | None = option("NAME")
+    depth: Annotated[int | None, BeforeValidator(_depth)] = option("N")
+    callers: bool = flag()
+    callees: bool = flag()
+    hierarchy: bool = flag()
+    image: bool = flag()
+    confident: bool = flag()  # the picture leaves out edges found only by a guess
+
+    @property
+    def sections(self) -> tuple[Section, ...]:
+        """The sections asked for (in the order `threadline graph` shows them), else all."""
+        wanted: tuple[Section, ...] = ("callers", "callees", "hierarchy")
+        return tuple(s for s in wanted if getattr(self, s)) or SECTIONS
+
+
 def code_commands(store: RepoStore, indexer: Indexer) -> list[Command]:
     async def index(ctx: CommandContext, args: IndexArgs) -> Reply:
         name = args.name
@@ -116,19 +145,16 @@ def code_commands(store: RepoStore, indexer: Indexer) -> list[Command]:
             await progress.drain()
         return Reply(messages.index_done(name, report.summary(), report.vectors_error))
 
-    async def graph(ctx: CommandContext, args: str) -> Reply:
-        from core.code.graph.render import GraphRequest, describe, parse_request
+    async def graph(ctx: CommandContext, args: GraphArgs) -> Reply:
+        from core.code.graph.render import describe
 
-        request = parse_request(args)
-        if not isinstance(request, GraphRequest):
-            return Reply(request, ok=False, ephemeral=True)
-        if request.repo is not None:
-            if (long := _overlong_repo(request.repo)) is not None:
+        if args.repo is not None:
+            if (long := _overlong_repo(args.repo)) is not None:
                 return Reply(long, ok=False, ephemeral=True)
-            repo = await store.find(ctx.session, request.repo)
+            repo = await store.find(ctx.session, args.repo)
             if repo is None:
                 available = [r.name for r in await store.visible(ctx.session)]
-                return Reply(messages.repo_not_found_reply(request.repo, available), ok=False)
+                return Reply(messages.repo_not_found_reply(args.repo, available), ok=False)
             repos = [repo]
         else:
             repos = await store.visible(ctx.session)
@@ -137,13 +163,13 @@ def code_commands(store: RepoStore, indexer: Indexer) -> list[Command]:
         answer = await describe(
             store.db,
             {r.id: r.name for r in repos if r.id is not None},
-            request.symbol,
-            depth=request.depth,
-            sections=request.sections,
+            args.symbol,
+            depth=args.depth or DEFAULT_DEPTH,
+            sections=args.sections,
         )
-        if not request.image or answer.view is None:
+        if not args.image or answer.view is None:
             return Reply(answer.text, ok=answer.found)
-        return await _with_picture(ctx, answer.text, answer.view, confident=request.confident)
+        return await _with_picture(ctx, answer.text, answer.view, confident=args.confident)
 
     return [
         declared(
@@ -157,11 +183,12 @@ def code_commands(store: RepoStore, indexer: Indexer) -> list[Command]:
             timed=False,
             usage=messages.INDEX_USAGE,
         ),
-        Command(
+        declared(
             "graph",
-            "/graph SYMBOL",
             "where a symbol is defined, what it extends, who calls it and what it calls",
+            GraphArgs,
             graph,
-            "code.read",
+            permission="code.read",
+            usage=GRAPH_USAGE,
         ),
     ]

@@ -33,6 +33,7 @@ GRAPH_USAGE = (
     "[--image] [--confident]` — where SYMBOL is defined, what it extends, who calls it and what "
     "it calls (`--image`: also as a picture; `--confident`: the picture leaves out guesses)."
 )
+BAD_DEPTH = f"--depth must be a number from 1 to {MAX_DEPTH}."
 NO_GRAPH = "No code graph yet: index a repository first (`/index NAME`)."
 
 _TITLES = {
@@ -134,16 +135,6 @@ async def describe(
     return Answer(render_neighbourhood(view), True, data, view)
 
 
-@dataclass(frozen=True, slots=True)
-class GraphRequest:
-    symbol: str
-    repo: str | None = None
-    depth: int = 2
-    sections: tuple[Section, ...] = SECTIONS
-    image: bool = False
-    confident: bool = False  # the picture leaves out edges found only by a guess
-
-
 def picture_note(symbol: str, omitted: int) -> str:
     """The line under the text when the picture left nodes out."""
     nodes = "node" if omitted == 1 else "nodes"
@@ -159,47 +150,3 @@ def picture_filename(symbol: str) -> str:
 
 
 PICTURE_FAILED = "(The picture could not be drawn; the text above has the whole graph.)"
-
-
-def parse_request(text: str) -> GraphRequest | str:
-    """`SYMBOL [--repo NAME] [--depth N] [--callers] [--callees] [--hierarchy] [--image]
-    [--confident]` as typed after `/graph`; a string is the error to show."""
-    words = text.split()
-    symbol: str | None = None
-    repo: str | None = None
-    depth = 2
-    sections: list[Section] = []
-    image = confident = False
-    i = 0
-    while i < len(words):
-        word = words[i]
-        if word in ("--repo", "--depth"):
-            if i + 1 >= len(words):
-                return f"{word} needs a value. {GRAPH_USAGE}"
-            value = words[i + 1]
-            if word == "--repo":
-                repo = value
-            else:
-                if not value.isdigit() or not 1 <= int(value) <= MAX_DEPTH:
-                    return f"--depth must be a number from 1 to {MAX_DEPTH}."
-                depth = int(value)
-            i += 2
-            continue
-        if word == "--callers":
-            sections.append("callers")
-        elif word == "--callees":
-            sections.append("callees")
-        elif word == "--hierarchy":
-            sections.append("hierarchy")
-        elif word == "--image":
-            image = True
-        elif word == "--confident":
-            confident = True
-        elif word.startswith("--") or symbol is not None:
-            return f"Unexpected `{word}`. {GRAPH_USAGE}"
-        else:
-            symbol = word
-        i += 1
-    if symbol is None:
-        return GRAPH_USAGE
-    return GraphRequest(symbol, repo, depth, tuple(sections) or SECTIONS, image, confident)

@@ -8,9 +8,14 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from PIL import Image
 
+from core.code.commands import GraphArgs
+from core.code.graph.query import SECTIONS
+from core.code.graph.render import BAD_DEPTH
 from core.code.walk import index_repo
+from core.commands import UsageError, parse_args
 from tests.bot.test_cli import cli_env, run_cli  # noqa: F401  (fixture)
 from tests.conftest import POLICY_ALL, BotHarness
 from tests.core.code.graph.test_store import make
@@ -188,3 +193,26 @@ async def test_graph_command_with_image_attaches_the_picture(
         assert not answer.ok and answer.attachments == ()
         assert answer.text == (await bot.send(text.replace(" --image", ""))).text
     assert fake_llm.requests == []
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        ("Job --depth 9", BAD_DEPTH),
+        ("Job --depth two", BAD_DEPTH),
+        ("Job --depth", "`--depth` needs a value."),
+        ("Job --deep 3", "Unknown option `--deep`."),
+        ("Job Other", ""),  # one symbol: the usage says so
+        ("--callers", ""),
+    ],
+)
+def test_graph_arguments_that_do_not_fit(args: str, error: str) -> None:
+    with pytest.raises(UsageError) as raised:
+        parse_args(GraphArgs, args, "/graph")
+    assert str(raised.value) == error
+
+
+def test_graph_sections_are_those_asked_for_else_all() -> None:
+    asked = parse_args(GraphArgs, "Job --hierarchy --callers --depth 5", "/graph")
+    assert (asked.sections, asked.depth) == (("callers", "hierarchy"), 5)
+    assert parse_args(GraphArgs, "Job", "/graph").sections == SECTIONS

@@ -141,15 +141,14 @@ async def test_the_reply_carries_the_picture_and_says_how_many_nodes_it_left_out
 
 
 def test_graph_requests_parse_the_confident_flag() -> None:
-    from core.code.graph.render import GraphRequest, parse_request
+    from core.code.commands import GraphArgs
+    from core.commands import parse_args
 
-    request = parse_request("Job.run --image --confident --depth 3")
-    assert isinstance(request, GraphRequest)
+    request = parse_args(GraphArgs, "Job.run --image --confident --depth 3", "/graph")
     assert (request.symbol, request.image, request.confident, request.depth) == (
         "Job.run",
         True,
         True,
         3,
     )
-    plain = parse_request("Job.run")
-    assert isinstance(plain, GraphRequest) and not plain.confident
+    assert not parse_args(GraphArgs, "Job.run", "/graph").confident
