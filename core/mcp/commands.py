@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from core.commands import Command, CommandContext
+from core.commands import Command, CommandArgs, CommandContext, NoArgs, Verb, with_verbs, word
 from core.mcp.manager import McpManager
 from core.mcp.state import ServerState, shown_name
 from core.request import Reply
@@ -14,16 +14,17 @@ USAGE = "Usage: `/mcp`, `/mcp diff SERVER` or `/mcp approve SERVER` (admin)."
 _MAX_DIFF_CHARS = 3_500
 
 
+class ServerArgs(CommandArgs):
+    quotes = False  # a server's name is one word as typed
+    name: str = word("SERVER")
+
+
 def mcp_commands(manager: McpManager) -> list[Command]:
-    async def mcp(ctx: CommandContext, args: str) -> Reply:
-        words = args.split()
-        if not words:
-            return Reply(_overview(manager, ctx), ephemeral=True)
-        verb = words[0].lower()
-        if verb not in ("diff", "approve") or len(words) != 2:
-            return Reply(USAGE, ok=False, ephemeral=True)
-        ctx.session.require("admin")
-        name = words[1]
+    async def overview(ctx: CommandContext, _verb: str, _args: NoArgs) -> Reply:
+        return Reply(_overview(manager, ctx), ephemeral=True)
+
+    async def review(ctx: CommandContext, verb: str, args: ServerArgs) -> Reply:
+        name = args.name
         if name not in manager.servers:
             known = ", ".join(manager.servers) or "none configured"
             return Reply(f"No MCP server named `{name}` (known: {known}).", ok=False)
@@ -40,13 +41,16 @@ def mcp_commands(manager: McpManager) -> list[Command]:
         return Reply(f"Approved the new definitions of {names}; they can be used again.")
 
     return [
-        Command(
+        with_verbs(
             "mcp",
-            "/mcp [diff|approve SERVER]",
             "MCP servers, their state and the tools you may use here",
-            mcp,
-            "ask",
+            [
+                Verb((), NoArgs, overview),
+                Verb(("diff", "approve"), ServerArgs, review, "admin"),
+            ],
+            permission="ask",
             personal=True,
+            usage=USAGE,
         )
     ]
 

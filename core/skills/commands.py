@@ -20,9 +20,12 @@ from core.commands import (
     Command,
     CommandArgs,
     CommandContext,
+    NoArgs,
     ParsedCommand,
+    Verb,
     declared,
     rest,
+    with_verbs,
     word,
 )
 from core.request import Reply
@@ -37,24 +40,26 @@ class SkillArgs(CommandArgs):
     text: str = rest("text", "")
 
 
+class ShowArgs(CommandArgs):
+    quotes = False  # a skill's name is one word as typed
+    name: str = word("NAME")
+
+
 def skill_commands(skills: Skills) -> tuple[list[Command], Callable[..., Awaitable[Reply | None]]]:
     """The commands, and the fallback that runs `/NAME` as a skill."""
 
-    async def list_or_manage(ctx: CommandContext, args: str) -> Reply:
-        head, _, rest = args.strip().partition(" ")
-        verb = head.lower()
-        if verb == "reload":
-            ctx.session.require("admin")
-            problems = await asyncio.to_thread(skills.library.load)
-            await skills.ready()
-            shown = [skills.library.describe(p) for p in problems]
-            return Reply(_reload_report(len(skills.library.all()), problems, shown), ephemeral=True)
-        ctx.session.require("skills.use")
+    async def reload(ctx: CommandContext, _verb: str, _args: NoArgs) -> Reply:
+        problems = await asyncio.to_thread(skills.library.load)
         await skills.ready()
-        if verb == "show":
-            return _show(skills, ctx, rest.strip())
-        if verb:
-            return Reply(messages.SKILLS_USAGE, ok=False, ephemeral=True)
+        shown = [skills.library.describe(p) for p in problems]
+        return Reply(_reload_report(len(skills.library.all()), problems, shown), ephemeral=True)
+
+    async def show(ctx: CommandContext, _verb: str, args: ShowArgs) -> Reply:
+        await skills.ready()
+        return _show(skills, ctx, args.name)
+
+    async def listing(ctx: CommandContext, _verb: str, _args: NoArgs) -> Reply:
+        await skills.ready()
         visible = skills.visible(ctx.session)
         if not visible:
             return Reply(messages.NO_SKILLS_HERE, ephemeral=True)
@@ -97,12 +102,17 @@ def skill_commands(skills: Skills) -> tuple[list[Command], Callable[..., Awaitab
         return await _run(ctx, parsed.name, parsed.args)
 
     commands = [
-        Command(
+        with_verbs(
             "skills",
-            "/skills [show NAME | reload]",
             "the team's skills (playbooks) you can use here",
-            list_or_manage,
+            [
+                Verb((), NoArgs, listing, "skills.use"),
+                Verb(("show",), ShowArgs, show, "skills.use"),
+                Verb(("reload",), NoArgs, reload, "admin"),
+            ],
             personal=True,
+            unknown_permission="skills.use",
+            usage=messages.SKILLS_USAGE,
         ),
         declared(
             "skill",
@@ -117,8 +127,6 @@ def skill_commands(skills: Skills) -> tuple[list[Command], Callable[..., Awaitab
 
 
 def _show(skills: Skills, ctx: CommandContext, name: str) -> Reply:
-    if not name:
-        return Reply(messages.SKILLS_USAGE, ok=False, ephemeral=True)
     skill = skills.usable(ctx.session, name)
     if skill is None:
         return Reply(messages.unknown_skill(name), ok=False, ephemeral=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from core.commands import Command, CommandArgs, CommandContext, declared, rest
+from core.commands import Command, CommandArgs, CommandContext, IgnoredArgs, declared, rest
 from core.errors import Refusal
 from core.llm.chat import text_of
 from core.memory.history import HistoryStore, is_summary
@@ -30,7 +30,7 @@ def voice_commands(voice: VoiceService, history: HistoryStore) -> list[Command]:
     async def tts(ctx: CommandContext, args: TtsArgs) -> Reply:
         return await voice.speak(ctx.session, args.text, title=args.text)
 
-    async def read_last(ctx: CommandContext, _args: str) -> Reply:
+    async def read_last(ctx: CommandContext, _args: IgnoredArgs) -> Reply:
         thread = await history.load(ctx.session.conversation)
         found = last_answer(thread.messages)
         if found is None:
@@ -39,7 +39,13 @@ def voice_commands(voice: VoiceService, history: HistoryStore) -> list[Command]:
         return await voice.speak(ctx.session, answer, title=question or answer)
 
     return [
-        Command("voice", "/voice", "read my last answer in this thread aloud", read_last, "tts"),
+        declared(
+            "voice",
+            "read my last answer in this thread aloud",
+            IgnoredArgs,
+            read_last,
+            permission="tts",
+        ),
         declared(
             "tts",
             "read the given text aloud",

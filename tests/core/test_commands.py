@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.commands import ParsedCommand, builtin_commands, parse
+from core.commands import ParsedCommand, builtin_commands, parse, syntax, verbs_line
+from tests.conftest import BotHarness
 
 
 @pytest.mark.parametrize(
@@ -85,3 +86,38 @@ def test_core_says_which_commands_are_personal(text: str, personal: bool) -> Non
     store = MemoryStore(Database("sqlite:///unused.db"))  # never connects: no query is made
     registry = CommandRegistry([*builtin_commands(), *memory_commands(store)])
     assert registry.is_personal(text) is personal
+
+
+async def test_every_command_is_declared_and_help_shows_its_declaration(bot: BotHarness) -> None:
+    commands = list(bot.core.commands)
+    assert {"help", "budget", "voice", "save", "graph", "mcp", "skills"} <= {
+        c.name for c in commands
+    }
+    listed = (await bot.send("/help")).text
+    for c in commands:
+        # Made by `declared` (its arguments) or `with_verbs` (its verbs), never by hand.
+        assert (c.args is not None) != bool(c.verbs), c.name
+        line = f"/{c.name} {syntax(c.args)}".strip() if c.args else verbs_line(c.name, c.verbs)
+        assert c.usage == line
+        assert f"- `{line}` — {c.summary}" in listed
+
+
+@pytest.mark.parametrize("text", ["/help me", '/help "please', "/help --verbose"])
+async def test_help_ignores_what_follows_it(bot: BotHarness, text: str) -> None:
+    reply = await bot.send(text)
+    assert reply.ok and reply.text == (await bot.send("/help")).text
+
+
+async def test_budget_ignores_what_follows_it(bot: BotHarness) -> None:
+    reply = await bot.send("/budget please")
+    assert reply.ok and reply.text.startswith("**Your budget today**")
+
+
+async def test_a_command_without_a_verb_runs_its_default(bot: BotHarness) -> None:
+    from core.mcp.commands import USAGE
+
+    overview = await bot.send("/mcp")
+    assert (overview.ok, overview.ephemeral) == (True, True)
+    assert overview.text.startswith("No MCP servers are configured")
+    unknown = await bot.send("/mcp list")
+    assert (unknown.ok, unknown.text) == (False, USAGE)
