@@ -205,6 +205,7 @@ def command_header(user_ref: str, command: str) -> str:
 # -- chat adapters (Discord) ------------------------------------------------------------------
 
 DISCORD_COMMAND_DESCRIPTION = "Ask Threadline a question, or run one of its commands"
+DISCORD_FILE_OPTION_DESCRIPTION = "A file to ask about (a log, a screenshot, a voice note)"
 DISCORD_THREAD_NAME = "Threadline"  # a thread's name when the question gives none
 DISCORD_POST_FAILED = (
     "Sorry, Discord refused my answer here, so I could not post it. It has been logged."

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from adapters.discord import delivery
 from adapters.discord.config import DiscordConfig
+from adapters.discord.files import message_files, resolved_files
+from adapters.discord.history import ThreadHistory
 from adapters.discord.inbound import describe, mentions_me, names_of, origin_of
 from adapters.discord.lib import discord
 from adapters.discord.stream import StreamWriter
@@ -32,6 +34,7 @@ from adapters.discord.translate import (
     PLATFORM,
     Origin,
     Outgoing,
+    command_attachment_ids,
     command_text,
     is_private,
     message_text,
@@ -45,6 +48,7 @@ from core import messages
 if TYPE_CHECKING:
     from adapters.discord.payloads import CommandData
     from core.outbox.cut import Where
+    from core.request import IncomingFile, ThreadReader
     from core.service import Core
 
 log = logging.getLogger("threadline.discord")
@@ -60,6 +64,7 @@ class Answerer:
         while it runs)."""
         self.core = core
         self._config = config
+        self._history: ThreadHistory | None = None  # threads' earlier messages, read once
 
     @property
     def config(self) -> DiscordConfig:
@@ -77,20 +82,30 @@ class Answerer:
         events = self.core.events
         origin = origin_of(message.author, message.guild, channel)
         text = message_text(message.content, me.id, names_of(message))
+        files = message_files(message, self.config.file_origins)
         if isinstance(channel, discord.Thread):
             if not mentioned and not await events.thread_marked(
                 PLATFORM, origin.tenant, origin.channel, str(channel.id)
             ):
                 return  # chatter in a thread Threadline is not part of
             if await self._claim(origin.tenant, f"message:{message.id}"):
-                await self._answer_in(channel, origin, text, message, str(channel.id))
+                earlier = self.history(client).reader(channel.id, message.id, me.id)
+                await self._answer_in(
+                    channel, origin, text, message, str(channel.id), files=files, earlier=earlier
+                )
             return
         if message.guild is None:  # a DM: the DM channel is one conversation
             if await self._claim(origin.tenant, f"message:{message.id}"):
-                await self._answer_in(channel, origin, text, message, str(channel.id))
+                await self._answer_in(channel, origin, text, message, str(channel.id), files=files)
             return
         if mentioned and await self._claim(origin.tenant, f"message:{message.id}"):
-            await self._open_thread_and_answer(client, message, origin, text)
+            await self._open_thread_and_answer(client, message, origin, text, files)
+
+    def history(self, client: discord.Client) -> ThreadHistory:
+        """The earlier messages of threads, read through `client`'s REST session."""
+        if self._history is None:
+            self._history = ThreadHistory(client.http, limit=self.config.history_limit)
+        return self._history
 
     async def read_aloud(
         self,
@@ -126,7 +141,12 @@ class Answerer:
         )
 
     async def _open_thread_and_answer(
-        self, client: discord.Client, message: discord.Message, origin: Origin, text: str
+        self,
+        client: discord.Client,
+        message: discord.Message,
+        origin: Origin,
+        text: str,
+        files: tuple[IncomingFile, ...] = (),
     ) -> None:
         thread: discord.Thread | None = None
         try:
@@ -144,7 +164,13 @@ class Answerer:
                     exc.code,
                 )
                 await self._answer_in(
-                    message.channel, origin, text, message, str(message.id), reply_to=message
+                    message.channel,
+                    origin,
+                    text,
+                    message,
+                    str(message.id),
+                    reply_to=message,
+                    files=files,
                 )
                 return
         try:
@@ -154,7 +180,7 @@ class Answerer:
         except Exception:  # follow-ups will need a mention; the answer still goes out
             log.exception("Discord: could not remember thread %s", thread.id)
         inside = replace(origin, channel_id=thread.id, parent_id=message.channel.id)
-        await self._answer_in(thread, inside, text, message, str(thread.id))
+        await self._answer_in(thread, inside, text, message, str(thread.id), files=files)
 
     async def _answer_in(
         self,
@@ -166,11 +192,13 @@ class Answerer:
         *,
         reply_to: discord.Message | None = None,
         key: str | None = None,
+        files: tuple[IncomingFile, ...] = (),
+        earlier: ThreadReader | None = None,
     ) -> None:
         """Answer in `channel` (a thread, a DM, or a channel without threads). Whatever fails,
         something is posted: the answer, or a short error line. `key` names the delivery
-        (default: the message answered)."""
-        request = to_request(origin, text, thread=conversation)
+        (default: the message answered); `files` and `earlier` go to core with the text."""
+        request = to_request(origin, text, thread=conversation, files=files, earlier=earlier)
         key = key or f"{origin.tenant}:message:{message.id}"
         # A personal result asked for in public goes by DM: nothing of it is shown here.
         personal = message.guild is not None and self.core.commands.is_personal(text)
@@ -245,7 +273,9 @@ class Answerer:
             channel_id=interaction.channel_id or interaction.user.id,
         )
         conversation = f"cmd-{interaction.id}" if origin.guild_id else str(origin.channel_id)
-        request = to_request(origin, text, thread=conversation)
+        attached = (data.get("resolved") or {}).get("attachments") or {}
+        files = resolved_files(command_attachment_ids(data), attached, self.config.file_origins)
+        request = to_request(origin, text, thread=conversation, files=files)
         try:
             if not await self._claim(origin.tenant, f"interaction:{interaction.id}"):
                 return

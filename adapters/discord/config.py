@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from adapters.discord.files import CDN_ORIGINS, file_origins
 from adapters.pacing import Pacing
 from config.settings import DEFAULT_DISCORD_UPLOAD_LIMIT
 from core.errors import ConfigError
@@ -36,6 +37,11 @@ class DiscordConfig:
     stream: bool = True
     pacing: Pacing = field(default_factory=Pacing)
     shutdown_grace: float = 30.0  # seconds in-flight answers may take to finish on stop
+    # Where attached files may be downloaded from (`files`): Discord's CDN, plus the origin of
+    # DISCORD_API_URL when set (a stand-in for Discord serves its own files).
+    file_origins: tuple[str, ...] = CDN_ORIGINS
+    # Earlier messages of a thread read for context: at most this many, newest kept.
+    history_limit: int = 1_000
 
     @classmethod
     def from_settings(cls, settings: Settings, **tuning: Any) -> DiscordConfig:
@@ -49,6 +55,7 @@ class DiscordConfig:
             shards=settings.discord_shard_count,
             shard_ids=settings.discord_shard_ids,
             stream=settings.discord_stream,
+            file_origins=file_origins(settings.discord_api_url),
         )
         return replace(config, **tuning)
 

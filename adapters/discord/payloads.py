@@ -16,6 +16,7 @@ from typing import Literal, NotRequired, TypedDict
 # Option types: 1 SUB_COMMAND, 2 SUB_COMMAND_GROUP, 3 STRING, 4 INTEGER, 5 BOOLEAN ...
 SUB_COMMAND: Literal[1] = 1
 STRING: Literal[3] = 3
+ATTACHMENT: Literal[11] = 11
 CHAT_INPUT: Literal[1] = 1
 APPLICATION_COMMAND: Literal[2] = 2  # interaction type
 EPHEMERAL_FLAG = 1 << 6
@@ -50,6 +51,13 @@ class OptionValue(TypedDict):
     options: NotRequired[list[OptionValue]]
 
 
+class ResolvedData(TypedDict):
+    """`interaction.data.resolved`: what the options name, resolved by Discord (attachment
+    options' files by attachment id)."""
+
+    attachments: NotRequired[dict[str, MessageAttachment]]
+
+
 class CommandData(TypedDict):
     """`interaction.data` of an application-command interaction."""
 
@@ -58,6 +66,7 @@ class CommandData(TypedDict):
     type: int
     options: NotRequired[list[OptionValue]]
     guild_id: NotRequired[str]
+    resolved: NotRequired[ResolvedData]
 
 
 # -- gateway and REST objects (what the fake serves) -------------------------------------------
@@ -131,6 +140,8 @@ class MessageAttachment(TypedDict):
     url: str
     proxy_url: str
     content_type: NotRequired[str]
+    duration_secs: NotRequired[float]  # a voice message's recording
+    waveform: NotRequired[str]  # base64, up to 256 bytes
 
 
 class Message(TypedDict):

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from adapters.discord.lib import discord
+from adapters.discord.payloads import ATTACHMENT
 from adapters.discord.translate import COMMAND_NAME, OPTION_MAX_LENGTH, command_definitions
 
 if TYPE_CHECKING:
@@ -93,13 +94,19 @@ def _group(definition: ApplicationCommand) -> app_commands.Group:
 
 def _subcommand(sub: CommandOption) -> app_commands.Command[Any, ..., None]:
     options = sub.get("options") or []
-    if not options:
+    texts = [o for o in options if o["type"] != ATTACHMENT]
+    files = [o for o in options if o["type"] == ATTACHMENT]
+    if not texts:
         callback: Any = _no_argument()
     else:
-        [option] = options
-        callback = _one_argument(option.get("required", False))
+        [option] = texts
+        callback = _one_argument(option.get("required", False), with_file=bool(files))
         callback = app_commands.rename(text=option["name"])(callback)
         callback = app_commands.describe(text=option["description"])(callback)
+    if texts and files:
+        [file] = files
+        callback = app_commands.rename(file=file["name"])(callback)
+        callback = app_commands.describe(file=file["description"])(callback)
     return app_commands.Command(name=sub["name"], description=sub["description"], callback=callback)
 
 
@@ -114,7 +121,19 @@ def _no_argument() -> Any:
     return never_called
 
 
-def _one_argument(required: bool) -> Any:
+def _one_argument(required: bool, *, with_file: bool = False) -> Any:
+    if with_file:  # the text (required), then an optional file
+        if not required:
+            raise ValueError("a file option follows a required text option only")
+
+        async def never_called_with_file(
+            interaction: discord.Interaction,
+            text: discord.app_commands.Range[str, None, OPTION_MAX_LENGTH],
+            file: discord.Attachment | None = None,
+        ) -> None:
+            return None
+
+        return never_called_with_file
     if required:
 
         async def never_called(

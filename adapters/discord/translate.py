@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from adapters.discord.payloads import (
+    ATTACHMENT,
     CHAT_INPUT,
     STRING,
     SUB_COMMAND,
@@ -25,7 +26,7 @@ from adapters.discord.payloads import (
 from adapters.text import reply_markdown, split_markdown
 from core import messages
 from core.commands import Command
-from core.request import Attachment, Reply, Request
+from core.request import Attachment, IncomingFile, Reply, Request, ThreadReader
 
 PLATFORM = "discord"
 MESSAGE_LIMIT = 2_000  # characters of content per Discord message
@@ -43,6 +44,8 @@ _OPTION_NAMES = {
     "search": "query",
     "index": "target",
 }
+# Commands that also take a file (an optional attachment option after their text).
+_FILE_OPTIONS = {"ask": "file"}
 _OPTION_NAME = re.compile(r"^[a-z0-9_-]{1,32}$")
 _PLACEHOLDER = re.compile(r"\b([A-Z][A-Z_]+)\b")
 _BRACKETED = re.compile(r"\[[^\]]*\]")
@@ -100,9 +103,17 @@ class Names:
 NO_NAMES = Names({}, {}, {})
 
 
-def to_request(origin: Origin, text: str, *, thread: str | None = None) -> Request:
+def to_request(
+    origin: Origin,
+    text: str,
+    *,
+    thread: str | None = None,
+    files: tuple[IncomingFile, ...] = (),
+    earlier: ThreadReader | None = None,
+) -> Request:
     """A request from `origin`. `thread` names the conversation when `origin` is not inside a
-    thread (a DM channel, a one-off command); inside a thread the thread is the conversation."""
+    thread (a DM channel, a one-off command); inside a thread the thread is the conversation.
+    `files` are the message's attachments, `earlier` reads the thread's earlier messages."""
     if origin.in_thread:
         conversation = str(origin.channel_id)
     elif thread is not None:
@@ -120,6 +131,8 @@ def to_request(origin: Origin, text: str, *, thread: str | None = None) -> Reque
         user=str(origin.user_id),
         text=text.strip(),
         roles=tuple(dict.fromkeys(r for r in roles if r)),
+        files=files,
+        earlier=earlier,
     )
 
 
@@ -214,9 +227,9 @@ def command_definitions(commands: Iterable[Command]) -> list[ApplicationCommand]
             "name": command.name,
             "description": _description(command.summary),
         }
-        option = _option_for(command)
-        if option is not None:
-            sub["options"] = [option]
+        options = [o for o in (_option_for(command), _file_option_for(command)) if o]
+        if options:
+            sub["options"] = options
         subcommands.append(sub)
     return [
         {
@@ -248,6 +261,18 @@ def _option_for(command: Command) -> CommandOption | None:
     }
 
 
+def _file_option_for(command: Command) -> CommandOption | None:
+    name = _FILE_OPTIONS.get(command.name)
+    if name is None:
+        return None
+    return {
+        "type": ATTACHMENT,
+        "name": name,
+        "description": messages.DISCORD_FILE_OPTION_DESCRIPTION,
+        "required": False,
+    }
+
+
 def _description(text: str) -> str:
     text = " ".join(text.split()) or COMMAND_NAME
     return text if len(text) <= DESCRIPTION_LIMIT else text[: DESCRIPTION_LIMIT - 1] + "…"
@@ -260,8 +285,19 @@ def command_text(data: CommandData) -> str:
     sub = next((o for o in options if o["type"] == SUB_COMMAND), None)
     if sub is None:
         return "/help"
-    args = " ".join(_value(o) for o in sub.get("options") or [])
+    args = " ".join(_value(o) for o in sub.get("options") or [] if o["type"] != ATTACHMENT)
     return f"/{sub['name']} {args}".strip()
+
+
+def command_attachment_ids(data: CommandData) -> list[str]:
+    """The attachment ids a command's attachment options name (their files are in
+    `data["resolved"]["attachments"]`)."""
+    ids: list[str] = []
+    for sub in data.get("options") or []:
+        for option in sub.get("options") or []:
+            if option["type"] == ATTACHMENT and option.get("value") is not None:
+                ids.append(str(option.get("value")))
+    return ids
 
 
 def _value(option: OptionValue) -> str:

@@ -41,7 +41,7 @@ import binascii
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -67,7 +67,15 @@ from tests.support.fakes.discord_http import (
     read_body,
 )
 
-__all__ = ["Call", "FakeDiscord", "InteractionState", "Posted", "Sync", "UploadedFile"]
+__all__ = [
+    "Call",
+    "FakeDiscord",
+    "FakeFile",
+    "InteractionState",
+    "Posted",
+    "Sync",
+    "UploadedFile",
+]
 
 T = TypeVar("T")
 
@@ -104,6 +112,25 @@ class Posted:
     # The attachments' metadata from payload_json (voice messages: duration_secs, waveform).
     attachment_meta: list[dict[str, Any]] = field(default_factory=list)
     components: list[dict[str, Any]] = field(default_factory=list)  # action rows of buttons
+
+
+@dataclass
+class FakeFile:
+    """A file a person attaches to a message: Discord stores it on its CDN (here: the fake's
+    `/attachments/...` route, signed URLs) and lists it in the message's `attachments`."""
+
+    filename: str
+    data: bytes
+    content_type: str | None = "application/octet-stream"
+    claimed_size: int | None = None  # the size the message states (default: the real one)
+    url: str | None = None  # a URL of its own instead of the CDN's (a forged attachment)
+
+
+@dataclass
+class CdnObject:
+    data: bytes
+    content_type: str | None
+    signature: str
 
 
 @dataclass
@@ -187,6 +214,12 @@ class FakeDiscord:
         self.interactions: dict[str, InteractionState] = {}
         self.user_messages: dict[str, Message] = {}
         self.unhandled: list[str] = []
+        # The CDN: attachment path -> its bytes; every download asked for, query included.
+        self.cdn: dict[str, CdnObject] = {}
+        self.cdn_requests: list[Call] = []
+        self.cdn_chunked = False  # send files without Content-Length (a stream)
+        self.cdn_held: asyncio.Event | None = None  # set: downloads wait for it
+        self.cdn_redirect: str | None = None  # set: downloads are answered 302 to there
         # Channels where voice messages are refused (error 50173), as a server may set it.
         self.no_voice_messages: set[str] = set()
 
@@ -207,6 +240,7 @@ class FakeDiscord:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/gateway", self.gateway.handle)
         app.router.add_route("*", "/api/v10/{path:.*}", self._rest)
+        app.router.add_get("/attachments/{path:.*}", self._cdn_download)
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -364,8 +398,17 @@ class FakeDiscord:
     def mention(self) -> str:
         return f"<@{self.bot['id']}>"
 
-    async def post_message(self, author: User, channel_id: str, content: str) -> Message:
-        """A person writes in a guild channel or thread (MESSAGE_CREATE)."""
+    async def post_message(
+        self,
+        author: User,
+        channel_id: str,
+        content: str,
+        *,
+        files: Sequence[FakeFile] = (),
+        voice: bool = False,
+    ) -> Message:
+        """A person writes in a guild channel or thread (MESSAGE_CREATE), with `files` attached
+        (`voice`: a recorded voice message, flag IS_VOICE_MESSAGE, its one audio file)."""
         channel = self.channels[channel_id]
         if channel["type"] == 11 and world.archived(channel):  # writing reopens an archived thread
             channel["thread_metadata"]["archived"] = False
@@ -375,13 +418,70 @@ class FakeDiscord:
         message = self._message(channel_id, author, content)
         message["guild_id"] = channel["guild_id"]
         message["member"] = member  # type: ignore[typeddict-item]
+        self._attach(message, files, voice=voice)
         self.user_messages[message["id"]] = message
         await self.dispatch("MESSAGE_CREATE", message)
         return message
 
-    async def direct_message(self, author: User, content: str) -> Message:
+    def seed_messages(
+        self,
+        channel_id: str,
+        count: int,
+        *,
+        authors: Sequence[User] = (),
+        text: str = "message {n}",
+    ) -> list[Message]:
+        """`count` messages people wrote in `channel_id` before now (no events: they are only
+        in the channel's history), oldest first; authors take turns, `text` numbered from 1."""
+        writers = list(authors) or [self.alice]
+        out = []
+        for n in range(1, count + 1):
+            message = self._message(channel_id, writers[(n - 1) % len(writers)], "")
+            message["content"] = text.format(n=n)
+            message["guild_id"] = self.guild_of(channel_id)
+            self.user_messages[message["id"]] = message
+            out.append(message)
+        return out
+
+    def cdn_url(self, path: str, signature: str) -> str:
+        """A signed CDN URL, as Discord's (`ex`, `is`, `hm` in the query)."""
+        return f"{self.api_url}/attachments/{path}?ex=6790f1a4&is=678fa024&hm={signature}&"
+
+    def _attach(self, message: Message, files: Sequence[FakeFile], *, voice: bool) -> None:
+        for file in files:
+            attachment_id = self._id()
+            path = f"{message['channel_id']}/{attachment_id}/{file.filename}"
+            signature = secrets.token_hex(16)
+            self.cdn[path] = CdnObject(file.data, file.content_type, signature)
+            url = file.url or self.cdn_url(path, signature)
+            size = file.claimed_size if file.claimed_size is not None else len(file.data)
+            attachment: MessageAttachment = {
+                "id": attachment_id,
+                "filename": file.filename,
+                "size": size,
+                "url": url,
+                "proxy_url": url.replace("/attachments/", "/proxy/attachments/"),
+            }
+            if file.content_type is not None:
+                attachment["content_type"] = file.content_type
+            if voice:
+                attachment["duration_secs"] = 2.5
+                attachment["waveform"] = base64.b64encode(bytes(range(0, 256, 8))).decode()
+            message["attachments"].append(attachment)
+        if voice:
+            message["flags"] |= IS_VOICE_MESSAGE
+
+    async def direct_message(
+        self,
+        author: User,
+        content: str,
+        *,
+        files: Sequence[FakeFile] = (),
+        voice: bool = False,
+    ) -> Message:
         channel_id = self.dm_channels.setdefault(author["id"], self._id())
         message = self._message(channel_id, author, content)
+        self._attach(message, files, voice=voice)
         self.user_messages[message["id"]] = message
         await self.dispatch("MESSAGE_CREATE", message, dm=True)
         return message
@@ -419,12 +519,21 @@ class FakeDiscord:
         *,
         option: str = "text",
         channel_id: str | None = None,
+        files: Sequence[FakeFile] = (),
     ) -> InteractionState:
-        """A person runs `/threadline <subcommand> [option:value]` (INTERACTION_CREATE)."""
+        """A person runs `/threadline <subcommand> [option:value]` (INTERACTION_CREATE), with
+        `files` in its attachment option (resolved in `data.resolved.attachments`)."""
         channel = self.channels[channel_id or self.general]
-        sub: dict[str, Any] = {"name": subcommand, "type": 1}
+        sub: dict[str, Any] = {"name": subcommand, "type": 1, "options": []}
         if value is not None:
-            sub["options"] = [{"name": option, "type": 3, "value": value}]
+            sub["options"].append({"name": option, "type": 3, "value": value})
+        holder = self._message(channel["id"], author, "")
+        self._attach(holder, files, voice=False)
+        resolved = {a["id"]: a for a in holder["attachments"]}
+        for attachment_id in resolved:
+            sub["options"].append({"name": "file", "type": 11, "value": attachment_id})
+        if not sub["options"]:
+            del sub["options"]  # Discord leaves the key out
         member = dict(self.members[author["id"]])
         member["permissions"] = "1071698660929"
         payload: Interaction = {
@@ -437,6 +546,7 @@ class FakeDiscord:
                 "type": 1,
                 "options": [sub],  # type: ignore[list-item]
                 "guild_id": channel["guild_id"],
+                **({"resolved": {"attachments": resolved}} if resolved else {}),  # type: ignore[typeddict-item]
             },
             "guild_id": channel["guild_id"],
             "channel_id": channel["id"],
@@ -646,6 +756,7 @@ class FakeDiscord:
             ("POST", r"/users/@me/channels", self._open_dm),
             ("GET", r"/channels/\d+", self._get_channel),
             ("POST", r"/channels/\d+/messages", self._create_message),
+            ("GET", r"/channels/\d+/messages", self._list_messages),
             ("GET", r"/channels/\d+/messages/\d+", self._get_message),
             ("PATCH", r"/channels/\d+/messages/\d+", self._edit_message),
             ("DELETE", r"/channels/\d+/messages/\d+", self._delete_message),
@@ -790,6 +901,59 @@ class FakeDiscord:
         if message_id in self.user_messages:
             return json_response(200, self.user_messages[message_id])
         return json_response(404, {"message": "Unknown Message", "code": 10008})
+
+    async def _list_messages(self, call: Call) -> web.Response:
+        """`GET /channels/{id}/messages` as Discord answers it: newest first; `before=` the
+        `limit` (1-100, default 50) newest older than it, `after=` the `limit` oldest newer than
+        it (still sent newest first)."""
+        channel_id = call.path.split("/")[2]
+        if channel_id not in self.channels and channel_id not in self.dm_channels.values():
+            return json_response(404, {"message": "Unknown Channel", "code": 10003})
+        try:
+            limit = int(call.query.get("limit", "50"))
+            before = int(call.query["before"]) if "before" in call.query else None
+            after = int(call.query["after"]) if "after" in call.query else None
+        except ValueError:
+            return json_response(400, {"message": "Invalid Form Body", "code": 50035})
+        if not 1 <= limit <= 100:
+            return json_response(400, {"message": "Invalid Form Body", "code": 50035})
+        found = [m for m in self.user_messages.values() if m["channel_id"] == channel_id]
+        found += [self._bot_message(p) for p in self.messages_in(channel_id)]
+        found.sort(key=lambda m: int(m["id"]))
+        if before is not None:
+            found = [m for m in found if int(m["id"]) < before][-limit:]
+        elif after is not None:
+            found = [m for m in found if int(m["id"]) > after][:limit]
+        else:
+            found = found[-limit:]
+        return json_response(200, found[::-1])
+
+    async def _cdn_download(self, request: web.Request) -> web.StreamResponse:
+        """An attachment from the CDN, when its URL is signed as handed out."""
+        path = request.match_info["path"]
+        call = Call("GET", f"/attachments/{path}", dict(request.query), None, [], time.monotonic())
+        self.cdn_requests.append(call)
+        await self.changed()
+        stored = self.cdn.get(path)
+        if stored is None or request.query.get("hm") != stored.signature:
+            return web.Response(status=404, text="This content is no longer available.")
+        if self.cdn_held is not None:
+            await self.cdn_held.wait()
+        if self.cdn_redirect is not None:
+            return web.Response(status=302, headers={"Location": self.cdn_redirect})
+        content_type = stored.content_type or "application/octet-stream"
+        if not self.cdn_chunked:
+            return web.Response(body=stored.data, headers={"Content-Type": content_type})
+        response = web.StreamResponse(headers={"Content-Type": content_type})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        try:
+            for start in range(0, len(stored.data), 16 * 1024):
+                await response.write(stored.data[start : start + 16 * 1024])
+            await response.write_eof()
+        except (ConnectionResetError, ConnectionError):
+            pass  # the client stopped reading (a download cut short)
+        return response
 
     async def _edit_message(self, call: Call) -> web.Response:
         posted = self._own_message(call)

@@ -21,10 +21,15 @@ def snowflake_factory() -> Callable[[], str]:
     """Ids like Discord's: milliseconds since Discord's epoch, shifted, plus a counter (so
     discord.py's snowflake arithmetic — message age, ordering — works on them)."""
     counter = itertools.count()
+    last = 0
 
     def make() -> str:
+        nonlocal last
         ms = int(time.time() * 1000) - DISCORD_EPOCH_MS  # wall clock: discord.py ages ids by it
-        return str((ms << 22) | (next(counter) % 4096))
+        # Always increasing, as Discord's are: a wrapped counter within one millisecond (many
+        # messages seeded at once) moves on to the next id instead.
+        last = max((ms << 22) | (next(counter) % 4096), last + 1)
+        return str(last)
 
     return make
 
