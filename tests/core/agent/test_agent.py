@@ -15,7 +15,7 @@ from pydantic import Field
 from core import messages
 from core.request import ToolCallRecord, Usage
 from core.tools.context import ToolContext
-from core.tools.registry import ToolArgs, tool
+from core.tools.registry import Tool, ToolArgs, tool
 from tests.conftest import POLICY_ALL, BotHarness
 from tests.support.fakes.openai_server import FakeOpenAI
 
@@ -23,23 +23,26 @@ MakeBot = Callable[..., BotHarness]
 
 # -- a test tool -----------------------------------------------------------------------------
 
-ECHO_RUNS: list[str] = []
-
-
-@pytest.fixture(autouse=True)
-def _reset_runs() -> None:
-    ECHO_RUNS.clear()
-
 
 class EchoArgs(ToolArgs):
     text: str = Field(description="What to echo.")
 
 
-@tool(name="echo", permission="ask")
-async def echo(ctx: ToolContext, args: EchoArgs) -> str:
-    """Echo the text back, upper-cased."""
-    ECHO_RUNS.append(args.text)
-    return args.text.upper()
+@pytest.fixture
+def echo_runs() -> list[str]:
+    """The texts the `echo` tool ran with, in order."""
+    return []
+
+
+@pytest.fixture
+def echo(echo_runs: list[str]) -> Tool:
+    @tool(name="echo", permission="ask")
+    async def echo(ctx: ToolContext, args: EchoArgs) -> str:
+        """Echo the text back, upper-cased."""
+        echo_runs.append(args.text)
+        return args.text.upper()
+
+    return echo
 
 
 def llm(fake: FakeOpenAI, **more: Any) -> dict[str, Any]:
@@ -80,7 +83,9 @@ async def test_plain_answer(bot: BotHarness, fake_llm: FakeOpenAI) -> None:
     assert "current_time" in tool_names(sent)
 
 
-async def test_one_tool_call_then_answer(make_bot: MakeBot, fake_llm: FakeOpenAI) -> None:
+async def test_one_tool_call_then_answer(
+    make_bot: MakeBot, fake_llm: FakeOpenAI, echo: Tool, echo_runs: list[str]
+) -> None:
     bot = make_bot(tools=(echo,), **llm(fake_llm))
     fake_llm.tool_calls(("echo", {"text": "hello"}))
     fake_llm.reply("The tool said HELLO.")
@@ -89,7 +94,7 @@ async def test_one_tool_call_then_answer(make_bot: MakeBot, fake_llm: FakeOpenAI
     assert reply.ok, reply
     assert reply.text == "The tool said HELLO."
     assert reply.tool_calls == (ToolCallRecord("echo", True, None),)
-    assert ECHO_RUNS == ["hello"]
+    assert echo_runs == ["hello"]
     assert len(fake_llm.requests) == 2
     first, second = fake_llm.requests
     assert "echo" in tool_names(first)
@@ -103,7 +108,9 @@ async def test_one_tool_call_then_answer(make_bot: MakeBot, fake_llm: FakeOpenAI
     assert second["messages"][-3] == {"role": "user", "content": "echo hello please"}
 
 
-async def test_several_tool_calls_in_one_response(make_bot: MakeBot, fake_llm: FakeOpenAI) -> None:
+async def test_several_tool_calls_in_one_response(
+    make_bot: MakeBot, fake_llm: FakeOpenAI, echo: Tool, echo_runs: list[str]
+) -> None:
     bot = make_bot(tools=(echo,), **llm(fake_llm))
     fake_llm.tool_calls(("echo", {"text": "one"}), ("echo", {"text": "two"}), ("current_time", {}))
     fake_llm.reply("done")
@@ -112,7 +119,7 @@ async def test_several_tool_calls_in_one_response(make_bot: MakeBot, fake_llm: F
     assert reply.text == "done"
     assert [c.name for c in reply.tool_calls] == ["echo", "echo", "current_time"]
     assert all(c.ok for c in reply.tool_calls)
-    assert ECHO_RUNS == ["one", "two"]
+    assert echo_runs == ["one", "two"]
     second = fake_llm.requests[1]
     assistant = second["messages"][-4]
     ids = [c["id"] for c in assistant["tool_calls"]]
@@ -125,14 +132,14 @@ async def test_several_tool_calls_in_one_response(make_bot: MakeBot, fake_llm: F
 
 
 async def test_invalid_tool_arguments_go_back_to_the_model(
-    make_bot: MakeBot, fake_llm: FakeOpenAI
+    make_bot: MakeBot, fake_llm: FakeOpenAI, echo: Tool, echo_runs: list[str]
 ) -> None:
     bot = make_bot(tools=(echo,), **llm(fake_llm))
     fake_llm.tool_calls(("echo", {"text": "x", "user": "root"}))
     fake_llm.reply("sorry")
     reply = await bot.send("echo as root")
     assert reply.tool_calls == (ToolCallRecord("echo", False, "invalid_args"),)
-    assert ECHO_RUNS == []
+    assert echo_runs == []
     result = fake_llm.requests[1]["messages"][-1]
     assert result["role"] == "tool" and result["content"].startswith("Error: invalid arguments")
 
@@ -166,12 +173,14 @@ async def test_tool_not_permitted_is_not_run_and_the_user_is_told(
     assert "recent_tool_calls by alice in console: permission_denied" in log_text
 
 
-async def test_tool_budget_notice(make_bot: MakeBot, fake_llm: FakeOpenAI) -> None:
+async def test_tool_budget_notice(
+    make_bot: MakeBot, fake_llm: FakeOpenAI, echo: Tool, echo_runs: list[str]
+) -> None:
     bot = make_bot(tools=(echo,), **llm(fake_llm))  # the test policy allows 4 calls
     fake_llm.tool_calls(*[("echo", {"text": str(i)}) for i in range(5)])
     fake_llm.reply("partial answer")
     reply = await bot.send("five lookups")
-    assert ECHO_RUNS == ["0", "1", "2", "3"]
+    assert echo_runs == ["0", "1", "2", "3"]
     # The fifth call is neither run nor kept as a call: a one-line note tells the model.
     assert [c.error for c in reply.tool_calls] == [None] * 4
     assert messages.TOOL_BUDGET_NOTICE.format(n=4) in reply.notices
@@ -355,7 +364,9 @@ async def test_cached_tokens_reach_the_reply_and_budget(
     assert "your daily token budget: 107 of 100,000 tokens" in budget.text
 
 
-async def test_usage_sums_over_model_calls(make_bot: MakeBot, fake_llm: FakeOpenAI) -> None:
+async def test_usage_sums_over_model_calls(
+    make_bot: MakeBot, fake_llm: FakeOpenAI, echo: Tool
+) -> None:
     bot = make_bot(tools=(echo,), **llm(fake_llm))
     fake_llm.tool_calls(
         ("echo", {"text": "a"}),
@@ -438,7 +449,7 @@ async def test_no_model_configured(make_bot: MakeBot) -> None:
 
 
 async def test_thread_continues_across_a_new_app_on_the_same_data_dir(
-    make_bot: MakeBot, fake_llm: FakeOpenAI, tmp_path: Path
+    make_bot: MakeBot, fake_llm: FakeOpenAI, tmp_path: Path, echo: Tool
 ) -> None:
     first_app = make_bot(tools=(echo,), data_dir=tmp_path / "shared", **llm(fake_llm))
     fake_llm.tool_calls(("echo", {"text": "bob"}))
@@ -538,7 +549,11 @@ async def test_exhausted_token_budget_names_the_budget_and_reset_time(
 
 
 async def test_budget_exhausted_in_the_middle_of_a_request(
-    make_bot: MakeBot, fake_llm: FakeOpenAI, write_policy: Callable[[str], Path]
+    make_bot: MakeBot,
+    fake_llm: FakeOpenAI,
+    write_policy: Callable[[str], Path],
+    echo: Tool,
+    echo_runs: list[str],
 ) -> None:
     bot = make_bot(tools=(echo,), policy_file=write_policy(budget_policy(2_000)), **llm(fake_llm))
     fake_llm.tool_calls(
@@ -549,7 +564,7 @@ async def test_budget_exhausted_in_the_middle_of_a_request(
     assert reply.ok is False
     assert "it needs about" in reply.text and "40 of 2,000 are left" in reply.text
     assert reply.tool_calls == (ToolCallRecord("echo", True, None),)
-    assert ECHO_RUNS == ["x"]
+    assert echo_runs == ["x"]
     assert len(fake_llm.requests) == 1
     assert [n for n in reply.notices if n.startswith("Heads-up")] == [
         "Heads-up: 98% of your daily token budget is used (1,960 of 2,000)."
@@ -567,7 +582,7 @@ async def test_tiny_budget_refuses_before_any_model_request(
 
 
 async def test_80_percent_notice_appears_exactly_once(
-    make_bot: MakeBot, fake_llm: FakeOpenAI, write_policy: Callable[[str], Path]
+    make_bot: MakeBot, fake_llm: FakeOpenAI, write_policy: Callable[[str], Path], echo: Tool
 ) -> None:
     bot = make_bot(tools=(echo,), policy_file=write_policy(budget_policy(10_000)), **llm(fake_llm))
 
@@ -624,7 +639,7 @@ async def test_a_failure_notice_is_not_stored_as_the_models_words(
 
 
 async def test_progress_lines_are_sent_while_tools_run(
-    make_bot: MakeBot, fake_llm: FakeOpenAI
+    make_bot: MakeBot, fake_llm: FakeOpenAI, echo: Tool
 ) -> None:
     from adapters.console.translate import ConsoleIdentity, to_request
 

@@ -22,28 +22,32 @@ from core.memory.tokens import TokenCounter
 from core.request import ConversationKey
 from core.store.models import AuditEntry, QuotaUsage, ThreadMessage, UsageRecord
 from core.tools.context import ToolContext
-from core.tools.registry import ToolArgs, tool
+from core.tools.registry import Tool, ToolArgs, tool
 from tests.conftest import POLICY_ALL, BotHarness
 from tests.support.fakes.openai_server import CREATED, FakeOpenAI
 
 MakeBot = Callable[..., BotHarness]
-RUNS: list[str] = []
-
-
-@pytest.fixture(autouse=True)
-def _reset_runs() -> None:
-    RUNS.clear()
 
 
 class NoteArgs(ToolArgs):
     text: str = Field(description="What to note.")
 
 
-@tool(name="note", permission="ask")
-async def note(ctx: ToolContext, args: NoteArgs) -> str:
-    """Note the text."""
-    RUNS.append(args.text)
-    return f"noted {args.text}"
+@pytest.fixture
+def note_runs() -> list[str]:
+    """The texts the `note` tool ran with, in order."""
+    return []
+
+
+@pytest.fixture
+def note(note_runs: list[str]) -> Tool:
+    @tool(name="note", permission="ask")
+    async def note(ctx: ToolContext, args: NoteArgs) -> str:
+        """Note the text."""
+        note_runs.append(args.text)
+        return f"noted {args.text}"
+
+    return note
 
 
 def llm(fake: FakeOpenAI, **more: Any) -> dict[str, Any]:
@@ -92,7 +96,7 @@ async def rows(bot: BotHarness, model: Any) -> list[Any]:
 
 
 async def test_missing_empty_and_repeated_call_ids_leave_a_valid_thread(
-    make_bot: MakeBot, fake_llm: FakeOpenAI
+    make_bot: MakeBot, fake_llm: FakeOpenAI, note: Tool, note_runs: list[str]
 ) -> None:
     bot = make_bot(tools=(note,), **llm(fake_llm))
     fake_llm.raw(
@@ -111,7 +115,7 @@ async def test_missing_empty_and_repeated_call_ids_leave_a_valid_thread(
     fake_llm.reply("second answer")
     assert (await bot.send("and now?")).ok
 
-    assert RUNS == ["a", "b", "c", "d"]
+    assert note_runs == ["a", "b", "c", "d"]
     for request in fake_llm.requests[1:]:
         sent = chat(request)
         assert is_protocol_valid(sent), sent
@@ -120,7 +124,7 @@ async def test_missing_empty_and_repeated_call_ids_leave_a_valid_thread(
 
 
 async def test_a_thread_stored_with_broken_call_ids_is_repaired_on_load(
-    make_bot: MakeBot, fake_llm: FakeOpenAI
+    make_bot: MakeBot, fake_llm: FakeOpenAI, note: Tool
 ) -> None:
     bot = make_bot(tools=(note,), **llm(fake_llm))
     conv = ConversationKey("console", "local", "console", "t1")
@@ -147,14 +151,14 @@ async def test_a_thread_stored_with_broken_call_ids_is_repaired_on_load(
 
 
 async def test_arguments_sent_as_an_object_are_accepted_audited_and_stored(
-    make_bot: MakeBot, fake_llm: FakeOpenAI
+    make_bot: MakeBot, fake_llm: FakeOpenAI, note: Tool, note_runs: list[str]
 ) -> None:
     bot = make_bot(tools=(note,), **llm(fake_llm))
     fake_llm.raw(200, completion([call("note", {"text": "obj"}, "c1")]))
     fake_llm.reply("done")
     reply = await bot.send("note it")
     assert reply.ok, reply.text
-    assert RUNS == ["obj"]
+    assert note_runs == ["obj"]
     audit = await rows(bot, AuditEntry)
     assert [(a.tool, a.outcome) for a in audit] == [("note", "ok")]
     stored = [r for r in await rows(bot, ThreadMessage) if r.tool_calls]
@@ -164,7 +168,7 @@ async def test_arguments_sent_as_an_object_are_accepted_audited_and_stored(
 
 
 async def test_a_tool_name_thousands_of_characters_long_is_capped(
-    make_bot: MakeBot, fake_llm: FakeOpenAI
+    make_bot: MakeBot, fake_llm: FakeOpenAI, note: Tool
 ) -> None:
     bot = make_bot(tools=(note,), **llm(fake_llm))
     fake_llm.raw(200, completion([call("x" * 3000, "{}", "c1")]))
@@ -180,7 +184,7 @@ async def test_a_tool_name_thousands_of_characters_long_is_capped(
 
 
 async def test_a_thousand_calls_in_one_response_are_not_stored_and_the_thread_stays_usable(
-    make_bot: MakeBot, fake_llm: FakeOpenAI
+    make_bot: MakeBot, fake_llm: FakeOpenAI, note: Tool, note_runs: list[str]
 ) -> None:
     bot = make_bot(tools=(note,), **llm(fake_llm))
     flood = [
@@ -190,7 +194,7 @@ async def test_a_thousand_calls_in_one_response_are_not_stored_and_the_thread_st
     fake_llm.reply("summary of four")
     reply = await bot.send("note everything")
     assert reply.ok
-    assert len(RUNS) == 4  # the test policy's tool budget
+    assert len(note_runs) == 4  # the test policy's tool budget
     assert messages.TOOL_BUDGET_NOTICE.format(n=4) in reply.notices
 
     stored = await rows(bot, ThreadMessage)
@@ -245,7 +249,7 @@ async def test_zero_negative_or_missing_usage_is_charged_the_local_estimate(
 
 
 async def test_a_hung_model_call_ends_at_the_deadline_and_keeps_what_was_done(
-    make_bot: MakeBot, fake_llm: FakeOpenAI
+    make_bot: MakeBot, fake_llm: FakeOpenAI, note: Tool, note_runs: list[str]
 ) -> None:
     # Two seconds: the next request must fit in the same deadline on a loaded machine.
     bot = make_bot(tools=(note,), request_deadline=2.0, **llm(fake_llm, llm_timeout=30))
@@ -256,7 +260,7 @@ async def test_a_hung_model_call_ends_at_the_deadline_and_keeps_what_was_done(
     assert time.monotonic() - started < 6
     assert reply.ok is False
     assert reply.text == messages.request_deadline(2.0, 1)
-    assert RUNS == ["kept"]
+    assert note_runs == ["kept"]
     assert all(q.reserved == 0 for q in await rows(bot, QuotaUsage))
 
     fake_llm.reply("continuing")
@@ -267,7 +271,7 @@ async def test_a_hung_model_call_ends_at_the_deadline_and_keeps_what_was_done(
 
 
 async def test_a_hung_tool_ends_at_the_deadline_with_a_valid_thread(
-    make_bot: MakeBot, fake_llm: FakeOpenAI
+    make_bot: MakeBot, fake_llm: FakeOpenAI, note: Tool
 ) -> None:
     import asyncio
 
