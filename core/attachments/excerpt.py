@@ -37,6 +37,7 @@ AFTER = 40  # and after it (a traceback's frames)
 LINE_CHARS = 2_000  # a longer line (minified JSON) keeps its start
 HEAD_SHARE = 0.25  # of the budget, when there are errors to show (else half each)
 TAIL_SHARE = 0.25
+MARKERS_CHARS = (2 * INCIDENTS + 2) * 40  # the most room cut markers take
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +84,7 @@ def excerpt(text: str, max_chars: int) -> Excerpt:
     clipped = [_clip(line) for line in lines]
     n = len(clipped)
     keep = [False] * n
-    budget = max_chars
+    budget = max(0, max_chars - MARKERS_CHARS)  # the cut markers take room too
     incidents = _incidents(text, lines)
     head_budget = int(budget * (HEAD_SHARE if incidents else 0.5))
     tail_budget = int(budget * (TAIL_SHARE if incidents else 0.5))

@@ -67,5 +67,5 @@ def read_text(name: str, data: bytes, encoding: str, max_chars: int) -> TextFile
 
 
 def block_overhead(name: str) -> int:
-    """Characters a block adds around the content (name, note, markers)."""
-    return len(name) + 160
+    """Characters a block adds around the content (name, note of what was cut, markers)."""
+    return len(name) + 320

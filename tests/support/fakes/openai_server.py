@@ -20,6 +20,10 @@ softer along the way (so a waveform of it is not flat). A voice outside `SPEECH_
 refused with 400 and `param: "voice"`, as OpenAI does. Requests are recorded in
 `fake.speech_requests`; `fake.speech_error(...)` queues failures.
 
+POST /v1/audio/transcriptions (multipart, as the real client sends it) answers
+`{"text": fake.transcript}` and records `{"model", "filename", "size", "content_type"}` in
+`fake.transcription_requests`; `fake.transcription_error(...)` queues failures.
+
 A request with `stream: true` is answered as server-sent events, as OpenAI does: the text in
 pieces of about four characters (`fake.stream_rate` pieces per second after
 `fake.first_token_delay` seconds; no pauses by default), tool calls in pieces, the finish
@@ -176,6 +180,9 @@ class FakeOpenAI:
         self.speech_rate = 24_000
         self.speech_seconds_per_char = 0.01
         self._speech_errors: deque[Scripted] = deque()
+        self.transcription_requests: list[dict[str, Any]] = []
+        self.transcript = "what was said"
+        self._transcription_errors: deque[Scripted] = deque()
         self.stream_rate: float | None = None  # text pieces per second (None: at once)
         self.first_token_delay = 0.0
         self.refuse_stream = False
@@ -203,6 +210,10 @@ class FakeOpenAI:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
+                if self.path.rstrip("/") == "/v1/audio/transcriptions":
+                    heard = fake._transcription(self.headers.get("Content-Type") or "", raw)
+                    self._send(heard.status, heard.body, heard.headers)
+                    return
                 try:
                     body = json.loads(raw or b"{}")
                 except json.JSONDecodeError:
@@ -406,6 +417,38 @@ class FakeOpenAI:
         if request.get("response_format") == "pcm":
             return Scripted(body=wav[44:], content_type="audio/pcm")
         return Scripted(body=wav, content_type="audio/wav")
+
+    def transcription_error(self, status: int, message: str = "error") -> None:
+        """The next POST /v1/audio/transcriptions fails with `status`."""
+        with self._cond:
+            self._transcription_errors.append(failure(status, message))
+
+    def _transcription(self, content_type: str, raw: bytes) -> Scripted:
+        from email.parser import BytesParser
+        from email.policy import HTTP
+
+        head = f"Content-Type: {content_type}\r\n\r\n".encode()
+        form = BytesParser(policy=HTTP).parsebytes(head + raw)
+        fields: dict[str, Any] = {}
+        for part in form.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            payload = part.get_payload(decode=True)
+            data = payload if isinstance(payload, bytes) else b""
+            if part.get_filename() is not None:
+                fields["filename"] = part.get_filename()
+                fields["size"] = len(data)
+                fields["content_type"] = part.get_content_type()
+            elif isinstance(name, str):
+                fields[name] = data.decode("utf-8", "replace")
+        with self._cond:
+            self.transcription_requests.append(fields)
+            self._cond.notify_all()
+            if self._transcription_errors:
+                return self._transcription_errors.popleft()
+        if not fields.get("model") or not fields.get("size"):
+            error = {"message": "model and file are required", "param": "file"}
+            return Scripted(status=400, body={"error": error})
+        return Scripted(body={"text": self.transcript})
 
     def _push(self, item: Scripted) -> None:
         with self._cond:
