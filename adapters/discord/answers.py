@@ -316,6 +316,8 @@ class Answerer:
         return won
 
     async def forget_thread(self, tenant: str, channel: str, thread: str) -> None:
+        if self._history is not None:
+            self._history.forget(int(thread))
         if await self.core.events.unmark_thread(PLATFORM, tenant, channel, thread):
             log.info("Discord: thread %s closed; follow-ups there need a mention again", thread)
 

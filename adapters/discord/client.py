@@ -26,7 +26,9 @@ from adapters.discord.sync import sync_commands
 from adapters.discord.translate import COMMAND_NAME, PLATFORM, asks_to_read_aloud
 
 if TYPE_CHECKING:
-    from adapters.discord.payloads import CommandData
+    from collections.abc import Iterable
+
+    from adapters.discord.payloads import CommandData, Message
     from config.settings import Settings
     from core.mcp.confirm import ConfirmationGate
     from core.outbox import OutboxItem
@@ -307,6 +309,19 @@ class DiscordAdapter:
             self._answers.forget_thread(str(guild_id), str(parent_id), str(thread_id)),
         )
 
+    def on_messages_deleted(self, channel_id: int, message_ids: Iterable[int]) -> None:
+        """Deleted messages are no longer given as a thread's earlier messages."""
+        self._answers.history(self.client).deleted(channel_id, message_ids)
+
+    def on_message_edited(
+        self, client: discord.Client, payload: discord.RawMessageUpdateEvent
+    ) -> None:
+        """An edited message is given as a thread's earlier message as it reads now."""
+        me = client.user
+        if me is not None:
+            raw = cast("Message", payload.data)
+            self._answers.history(client).edited(payload.channel_id, raw, me.id)
+
     # -- outbox --------------------------------------------------------------------------------
 
     async def deliver_outbox(self, item: OutboxItem) -> str:
@@ -355,6 +370,15 @@ class _Listeners:
 
     async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
         self.adapter.on_reaction(self._client(), payload)
+
+    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        self.adapter.on_messages_deleted(payload.channel_id, [payload.message_id])
+
+    async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
+        self.adapter.on_messages_deleted(payload.channel_id, payload.message_ids)
+
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        self.adapter.on_message_edited(self._client(), payload)
 
     async def on_raw_thread_update(self, payload: discord.RawThreadUpdateEvent) -> None:
         metadata = cast("dict[str, Any]", payload.data.get("thread_metadata") or {})

@@ -5,8 +5,10 @@ Message History there) only when core asks, and only from that thread. The first
 back from the question (`before=`), at most `limit` messages; what was read is kept per thread
 in this process, and a later question in the same thread reads only what came after the last
 message seen (`after=`). Messages are returned oldest first, without the question itself and
-anything after it; Threadline's own are marked `from_bot`. Edits and deletions after a message
-was read are not seen (the cache is this process's, and bounded: `threads` threads).
+anything after it; Threadline's own are marked `from_bot`. Edits and deletions of messages
+already read are followed from the gateway (MESSAGE_UPDATE, MESSAGE_DELETE: the same process
+gets a guild's events), and an archived or deleted thread is dropped; the cache is bounded
+(`threads` threads, `limit` messages each).
 
 A thread the bot may not read (no Read Message History, deleted) gives what was read before,
 or nothing: the question is still answered.
@@ -17,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -91,7 +93,30 @@ class ThreadHistory:
         return DiscordThreadReader(self, thread_id, message_id, me)
 
     def forget(self, thread_id: int) -> None:
+        """An archived or deleted thread: what was read of it is dropped."""
         self._threads.pop(thread_id, None)
+
+    def deleted(self, channel_id: int, message_ids: Iterable[int]) -> None:
+        """Messages deleted on Discord are no longer given as context."""
+        entry = self._threads.get(channel_id)
+        if entry is not None:
+            gone = {str(i) for i in message_ids}
+            entry.messages = [m for m in entry.messages if m.at not in gone]
+
+    def edited(self, channel_id: int, raw: Message, me: int) -> None:
+        """A message edited on Discord (MESSAGE_UPDATE carries the whole message) is given as
+        it reads now; one not read yet is left for the next read."""
+        entry = self._threads.get(channel_id)
+        if entry is None or "author" not in raw:
+            return
+        now = thread_message(raw, me)
+        kept: list[ThreadMessage] = []
+        for m in entry.messages:
+            if m.at != raw["id"]:
+                kept.append(m)
+            elif now is not None:  # emptied by the edit: dropped
+                kept.append(now)
+        entry.messages = kept
 
     def _entry(self, thread_id: int) -> _Thread:
         entry = self._threads.get(thread_id)

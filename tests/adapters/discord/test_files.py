@@ -16,6 +16,13 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from adapters.discord.files import (
+    CDN_ORIGINS,
+    file_origins,
+    incoming_file,
+    origin_of,
+    redacted,
+)
 from bot.app import App
 from core.request import FileFetchError, IncomingFile, Reply, Request
 from core.streaming import Finished, ReplyEvent
@@ -343,3 +350,42 @@ async def test_a_failed_download_logs_no_signature(
     assert "/attachments/" in caplog.text  # the failure is logged...
     assert download.query["hm"] not in caplog.text  # ...without the signed query
     assert isinstance(request.files[0], IncomingFile)
+
+
+# -- the host check, directly ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        ("https://cdn.discordapp.com/attachments/1/2/a.png?ex=1&is=2&hm=3", True),
+        ("https://media.discordapp.net/attachments/1/2/a.png", True),
+        ("https://CDN.discordapp.com:443/attachments/1/2/a.png", True),
+        ("http://cdn.discordapp.com/attachments/1/2/a.png", False),  # not over HTTPS
+        ("https://cdn.discordapp.com:8443/attachments/a.png", False),
+        ("https://cdn.discordapp.com.evil.example/a.png", False),
+        ("https://cdn.discordapp.com@evil.example/a.png", False),
+        ("https://evil.example/cdn.discordapp.com/a.png", False),
+        ("ftp://cdn.discordapp.com/a.png", False),
+        ("//cdn.discordapp.com/a.png", False),
+        ("/attachments/a.png", False),
+        ("not a url", False),
+    ],
+)
+async def test_only_discords_cdn_is_contacted(url: str, allowed: bool) -> None:
+    cdn = {origin_of(o) for o in CDN_ORIGINS}
+    assert (origin_of(url) in cdn) is allowed
+    if not allowed:  # (reaching an allowed one would need the network: see the tests above)
+        file = incoming_file("a.png", 1, "image/png", url, origins=CDN_ORIGINS)
+        with pytest.raises(FileFetchError, match="Discord's file host"):
+            await file.fetch(max_bytes=MB, timeout=1.0)
+
+
+def test_the_api_stand_in_serves_files_too() -> None:
+    assert file_origins(None) == CDN_ORIGINS
+    assert file_origins("http://127.0.0.1:8123") == (*CDN_ORIGINS, "http://127.0.0.1:8123")
+
+
+def test_urls_are_logged_without_their_signature() -> None:
+    signed = "https://user:pw@cdn.discordapp.com/attachments/1/2/a.png?ex=1&is=2&hm=abc#x"
+    assert redacted(signed) == "https://cdn.discordapp.com/attachments/1/2/a.png"

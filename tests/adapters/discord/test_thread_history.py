@@ -134,3 +134,56 @@ async def test_a_thread_the_bot_may_not_read_still_gets_an_answer(
 
     assert capture.results == [[]]
     assert [p.content for p in fake.messages_in(thread)] == ["done"]
+
+
+async def test_edits_and_deletions_on_discord_are_followed(
+    start_bot: StartBot, fake_discord: FakeDiscord
+) -> None:
+    fake, capture = fake_discord, Capture(read_earlier)
+    bot = await start_bot(setup=capture.install)
+    thread = await fake.add_thread("secrets pasted")
+    seeded = fake.seed_messages(thread, 4)
+    await fake.post_message(fake.alice, thread, f"{fake.mention()} what now?")
+    await fake.wait_for(lambda: capture.results)
+    assert [m.text for m in capture.results[0]] == [f"message {n}" for n in range(1, 5)]
+
+    await fake.delete_user_message(seeded[1]["id"])  # a pasted token, removed
+    await fake.edit_user_message(seeded[2]["id"], "message 3, corrected")
+    await fake.edit_user_message(seeded[3]["id"], "")  # emptied: nothing left to give
+    await fake.post_message(fake.alice, thread, f"{fake.mention()} and now?")
+    await fake.wait_for(lambda: len(capture.results) == 2)
+    await bot.adapter.idle()
+
+    assert [m.text for m in capture.results[1]] == [
+        "message 1",
+        "message 3, corrected",
+        "what now?",
+        "done",
+    ]
+    assert len(reads(fake, thread)) == 2  # one read back, then one read of what is newer
+
+
+async def test_an_archived_thread_is_read_afresh(
+    start_bot: StartBot, fake_discord: FakeDiscord
+) -> None:
+    fake, capture = fake_discord, Capture(read_earlier)
+    bot = await start_bot(setup=capture.install)
+    thread = await fake.add_thread("old")
+    fake.seed_messages(thread, 3)
+    await fake.post_message(fake.alice, thread, f"{fake.mention()} first")
+    await fake.wait_for(lambda: capture.results)
+    await bot.adapter.idle()
+    await fake.archive_thread(thread)
+    await fake.post_message(fake.alice, thread, f"{fake.mention()} again")  # reopens it
+    await fake.wait_for(lambda: len(capture.results) == 2)
+    await bot.adapter.idle()
+
+    assert [m.text for m in capture.results[1]] == [
+        "message 1",
+        "message 2",
+        "message 3",
+        "first",
+        "done",
+    ]
+    second = reads(fake, thread)[1:]
+    assert len(second) == 1 and "before" in second[0].query  # forgotten: read back again

@@ -443,6 +443,22 @@ class FakeDiscord:
             out.append(message)
         return out
 
+    async def edit_user_message(self, message_id: str, content: str) -> Message:
+        """A person edits their message (MESSAGE_UPDATE, carrying the whole message)."""
+        message = self.user_messages[message_id]
+        message["content"] = content
+        message["edited_timestamp"] = world.TIMESTAMP
+        await self.dispatch("MESSAGE_UPDATE", dict(message))
+        return message
+
+    async def delete_user_message(self, message_id: str) -> None:
+        """A person (or a moderator) deletes a message (MESSAGE_DELETE)."""
+        message = self.user_messages.pop(message_id)
+        data = {"id": message_id, "channel_id": message["channel_id"]}
+        if "guild_id" in message:
+            data["guild_id"] = message["guild_id"]
+        await self.dispatch("MESSAGE_DELETE", data, dm="guild_id" not in message)
+
     def cdn_url(self, path: str, signature: str) -> str:
         """A signed CDN URL, as Discord's (`ex`, `is`, `hm` in the query)."""
         return f"{self.api_url}/attachments/{path}?ex=6790f1a4&is=678fa024&hm={signature}&"
