@@ -87,6 +87,7 @@ def build_app(
     from bot import features as built_in
     from bot.platforms import builtin_platforms
     from core.agent import Agent
+    from core.agent.thread_context import ThreadContextConfig
     from core.code.answers import offline_answer
     from core.commands import CommandRegistry
     from core.digest.runner import DigestRunner, OutboxSink
@@ -206,6 +207,7 @@ def build_app(
             metrics=metrics,
             clock=clock,
             deadline=settings.request_deadline,
+            thread=ThreadContextConfig(share=settings.thread_context_share),
         )
 
     agent = make_agent(model) if model is not None else None

@@ -31,6 +31,7 @@ _ENV_NAMES = {
     "persona": "THREADLINE_PERSONA",
     "skills_dirs": "THREADLINE_SKILLS_DIRS",
     "skills_index_share": "THREADLINE_SKILLS_INDEX_SHARE",
+    "thread_context_share": "THREADLINE_THREAD_CONTEXT_SHARE",
     "skills_examples": "THREADLINE_SKILLS_EXAMPLES",
     "log_level": "THREADLINE_LOG_LEVEL",
     "log_format": "LOG_FORMAT",

@@ -234,7 +234,6 @@ def human_size(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MB"
 
 
-SKILLS_USAGE = "Usage: `/skills`, `/skills show NAME` or `/skills reload` (admins)."
 # -- files attached to a message (adapters raise FileFetchError with these) -------------------
 
 
@@ -254,6 +253,7 @@ def incoming_file_unreadable(name: str, reason: str) -> str:
     return f"`{name}` could not be downloaded ({reason})."
 
 
+SKILLS_USAGE = "Usage: `/skills`, `/skills show NAME` or `/skills reload` (admins)."
 SKILL_USAGE = "Usage: `/skill NAME [what you need]` (see `/skills` for the names)."
 NO_SKILLS_HERE = "No skills are available in this channel."
 SKILLS_HINT = "Run one with `/skill NAME [text]` (or `/NAME [text]`)."

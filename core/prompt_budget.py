@@ -11,7 +11,8 @@ for the answer (`CompactionConfig.limit`). It is shared out in this order:
 3. the current turn: the question and this turn's tool results, which compaction shortens
    (head and tail, with a note) but never removes;
 4. the thread's summary and the previous turn;
-5. then, while room is left, in this order: long-term memory, the repo map, the skills text
+5. then, while room is left, in this order: the thread's earlier messages (a mention inside a
+   thread Threadline was not part of), long-term memory, the repo map, the skills text
    (rule, pinned skills, index), the MCP resource list. A part that does not fit is left out
    whole (the repo map is fenced, memory quotes facts with their authors: half of either reads
    wrong), and it is rendered within what the plan leaves it in the first place.
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from core.llm.chat import Message, ToolSchema
 
 ToolGroup = Literal["code", "memory", "skills", "voice", "mcp", "general"]
-OptionalPart = Literal["memory", "code_map", "skills", "resources"]
+OptionalPart = Literal["thread", "memory", "code_map", "skills", "resources"]
 
 RULES_SHARE = 0.15  # the full rules, when they take at most this share of the prompt budget
 TOOLS_SHARE = 0.25  # what tool schemas may take when not all of them fit in it
@@ -46,7 +47,7 @@ TOOLS_SHARE = 0.25  # what tool schemas may take when not all of them fit in it
 RESULTS_SHARE = 0.5
 MIN_PART_TOKENS = 48  # an optional part given less room than this is left out
 COMPACT_DESCRIPTION_CHARS = 160
-PRIORITY: tuple[OptionalPart, ...] = ("memory", "code_map", "skills", "resources")
+PRIORITY: tuple[OptionalPart, ...] = ("thread", "memory", "code_map", "skills", "resources")
 
 _MEMORY_WORDS = re.compile(
     r"\b(remember|remembers|memory|memories|recall|forget|forgot|save|saved|note|notes|fact|decide|"

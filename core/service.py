@@ -16,7 +16,7 @@ from core import messages
 from core.errors import Refusal
 from core.logcontext import RequestContext, request_scope
 from core.policy import Policy
-from core.request import Progress, Reply, Request
+from core.request import Progress, Reply, Request, ThreadReader
 from core.session import ToolSession, open_session
 from core.streaming import Finished, ReplyEvent, ReplySink, Status, TextDelta, finished
 
@@ -230,11 +230,13 @@ class Core:
         try:
             async with deadline.limit:
                 if parsed is None:
-                    return await self._ask(session, text, progress, events, deadline)
+                    return await self._ask(
+                        session, text, progress, events, deadline, earlier=request.earlier
+                    )
                 command = self.commands.get(parsed.name)
                 if command is not None and not command.timed:
                     deadline.limit.reschedule(None)
-                ctx = self._command_context(session, deadline, progress, events)
+                ctx = self._command_context(session, deadline, progress, events, request.earlier)
                 return await self.commands.run(ctx, parsed)
         except TimeoutError:
             if not deadline.limit.expired():
@@ -256,6 +258,8 @@ class Core:
         events: ReplySink | None,
         deadline: RequestDeadline,
         skills: Sequence[str] = (),
+        *,
+        earlier: ThreadReader | None = None,
     ) -> Reply:
         session.require("ask")
         agent = self.agent_for(session)
@@ -270,7 +274,9 @@ class Core:
         session.effects.voice_asked = self.voice is not None and asks_for_voice(text)
         async with self._threads.hold(session.conversation):
             with deadline.lifted():
-                reply = await agent.answer(session, text, progress, skills=skills, events=events)
+                reply = await agent.answer(
+                    session, text, progress, skills=skills, events=events, earlier=earlier
+                )
         if session.effects.speak:
             # The model asked (through the `speak` tool) for its answer to be read aloud.
             reply = await self._attach_voice(session, reply, text, deadline)
@@ -300,9 +306,12 @@ class Core:
         deadline: RequestDeadline,
         progress: Progress | None,
         events: ReplySink | None,
+        earlier: ThreadReader | None = None,
     ) -> cmd.CommandContext:
         async def ask(text: str, *, skills: Sequence[str] = ()) -> Reply:
-            return await self._ask(session, text, progress, events, deadline, skills)
+            return await self._ask(
+                session, text, progress, events, deadline, skills, earlier=earlier
+            )
 
         voice = self.voice
 
