@@ -156,40 +156,65 @@ class ThreadHistory:
         return cast("list[Message]", page)
 
     async def _read_back(self, entry: _Thread, thread_id: int, message_id: int, me: int) -> None:
-        """Pages back from `message_id` until the thread's start or `limit` messages."""
+        """Pages back from `message_id` until the thread's start or `limit` messages. A read
+        cut short (an error, core no longer waiting) keeps the newest pages it got."""
         raws: list[Message] = []
         before = message_id
-        while len(raws) < self.limit:
-            page = await self._page(thread_id, min(PAGE, self.limit - len(raws)), before=before)
-            raws += page
-            if len(page) < PAGE:
-                break
-            before = min(int(m["id"]) for m in page)
+        try:
+            while len(raws) < self.limit:
+                limit = min(PAGE, self.limit - len(raws))
+                page = await self._page(thread_id, limit, before=before)
+                raws += page
+                if len(page) < limit:
+                    break
+                before = min(int(m["id"]) for m in page)
+        except BaseException:
+            if raws:
+                self._keep_back(entry, raws, message_id, me)
+            raise
+        self._keep_back(entry, raws, message_id, me)
+
+    def _keep_back(self, entry: _Thread, raws: list[Message], message_id: int, me: int) -> None:
         entry.messages = _converted(raws, me)[-self.limit :]
         entry.until = message_id
         entry.seen = max((int(m["id"]) for m in raws), default=None)
 
     async def _read_on(self, entry: _Thread, thread_id: int, message_id: int, me: int) -> None:
         """Pages forward from the last message seen; when more than `limit` came since, the
-        thread is read back from `message_id` afresh (what lies between is past the limit)."""
+        thread is read back from `message_id` afresh (what lies between is past the limit).
+        A read cut short keeps the pages it got (they follow on from what was known)."""
         raws: list[Message] = []
         after = entry.seen if entry.seen is not None else (entry.until or message_id) - 1
-        while True:
-            if len(raws) >= self.limit:
-                await self._read_back(entry, thread_id, message_id, me)
-                return
-            page = await self._page(thread_id, PAGE, after=after)
-            raws += page
-            if page:
-                after = max(int(m["id"]) for m in page)
-            if len(page) < PAGE or after >= message_id:
-                break
+        try:
+            while True:
+                if len(raws) >= self.limit:
+                    raws = []
+                    await self._read_back(entry, thread_id, message_id, me)
+                    return
+                page = await self._page(thread_id, PAGE, after=after)
+                raws += page
+                if page:
+                    after = max(int(m["id"]) for m in page)
+                if len(page) < PAGE or after >= message_id:
+                    break
+        except BaseException:
+            self._keep_on(entry, raws, me, None)
+            raise
+        self._keep_on(entry, raws, me, message_id)
+
+    def _keep_on(
+        self, entry: _Thread, raws: list[Message], me: int, message_id: int | None
+    ) -> None:
+        """Adds what a forward read got; `message_id` when it read up to there."""
         if raws:
             entry.seen = max(int(m["id"]) for m in raws)
-        entry.until = max(message_id, (entry.seen or 0) + 1)
-        known = {m.at for m in entry.messages}
-        new = [m for m in _converted(raws, me) if m.at not in known]
-        entry.messages = (entry.messages + new)[-self.limit :]
+            known = {m.at for m in entry.messages}
+            new = [m for m in _converted(raws, me) if m.at not in known]
+            entry.messages = (entry.messages + new)[-self.limit :]
+        if entry.seen is not None:
+            entry.until = max(entry.until or 0, entry.seen + 1)
+        if message_id is not None:
+            entry.until = max(entry.until or 0, message_id)
 
 
 def _converted(raws: Sequence[Message], me: int) -> list[ThreadMessage]:

@@ -187,3 +187,26 @@ async def test_an_archived_thread_is_read_afresh(
     ]
     second = reads(fake, thread)[1:]
     assert len(second) == 1 and "before" in second[0].query  # forgotten: read back again
+
+
+async def test_a_read_cut_short_keeps_the_newest_pages_and_carries_on_from_them(
+    start_bot: StartBot, fake_discord: FakeDiscord
+) -> None:
+    fake, capture = fake_discord, Capture(read_earlier)
+    bot = await start_bot(setup=capture.install)
+    thread = await fake.add_thread("flaky")
+    fake.seed_messages(thread, 250)
+    # The second page is refused: the first (the newest 100) is what the question gets.
+    no_access = {"code": 50001, "message": "Missing Access"}
+    fake.fail_next("GET", rf"/channels/{thread}/messages", 403, body=no_access, skip=1)
+    await fake.post_message(fake.alice, thread, f"{fake.mention()} first")
+    await fake.wait_for(lambda: capture.results)
+    await bot.adapter.idle()
+    assert [m.text for m in capture.results[0]] == [f"message {n}" for n in range(151, 251)]
+
+    await fake.post_message(fake.alice, thread, f"{fake.mention()} second")
+    await fake.wait_for(lambda: len(capture.results) == 2)
+    await bot.adapter.idle()
+    assert [m.text for m in capture.results[1]][-3:] == ["message 250", "first", "done"]
+    last = reads(fake, thread)[-1]
+    assert len(reads(fake, thread)) == 3 and "after" in last.query  # carried on, not re-read

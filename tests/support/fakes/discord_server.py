@@ -167,6 +167,7 @@ class _Failure:
     body: dict[str, Any]
     headers: dict[str, str]
     times: int
+    skip: int = 0  # matching calls let through first
 
 
 class FakeDiscord:
@@ -663,8 +664,10 @@ class FakeDiscord:
         headers: dict[str, str] | None = None,
         body: dict[str, Any] | None = None,
         times: int = 1,
+        skip: int = 0,
     ) -> None:
-        """The next `times` calls matching `method` and the `path` regex fail like this."""
+        """The next `times` calls matching `method` and the `path` regex fail like this (after
+        `skip` of them were answered as usual)."""
         self._failures.append(
             _Failure(
                 method,
@@ -673,6 +676,7 @@ class FakeDiscord:
                 body if body is not None else {"message": message, "code": code},
                 headers or {},
                 times,
+                skip,
             )
         )
 
@@ -759,6 +763,9 @@ class FakeDiscord:
     def _scripted_failure(self, method: str, path: str) -> web.Response | None:
         for failure in self._failures:
             if failure.method == method and failure.path.fullmatch(path) and failure.times > 0:
+                if failure.skip > 0:
+                    failure.skip -= 1
+                    continue
                 failure.times -= 1
                 return json_response(failure.status, failure.body, failure.headers)
         return None
