@@ -87,8 +87,8 @@ def build_app(
     from bot import features as built_in
     from bot.platforms import builtin_platforms
     from core.agent import Agent
-    from core.agent.thread_context import ThreadContextConfig
     from core.code.answers import offline_answer
+    from core.code.checkout import CodeLinks
     from core.commands import CommandRegistry
     from core.digest.runner import DigestRunner, OutboxSink
     from core.digest.store import DigestStore
@@ -188,6 +188,8 @@ def build_app(
         confirm=mcp.confirmations,
     )
 
+    code_links = CodeLinks(code.repos, settings.forge_hosts)
+
     def make_agent(chat_model: ChatModel) -> Agent:
         # One agent per model: each keeps its own window, token calibration and compaction
         # settings; everything else (tools, memory, quotas, history) is shared.
@@ -207,7 +209,7 @@ def build_app(
             metrics=metrics,
             clock=clock,
             deadline=settings.request_deadline,
-            thread=ThreadContextConfig(share=settings.thread_context_share),
+            links=code_links.links,
         )
 
     agent = make_agent(model) if model is not None else None

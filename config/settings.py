@@ -46,6 +46,7 @@ from config.values import (
     parse_id_list,
     parse_size,
 )
+from core.code.forge import ForgeKind, parse_forge_hosts
 from core.mcp.config import McpServerSettings, check_server_names
 
 if TYPE_CHECKING:
@@ -190,14 +191,6 @@ class Settings(BaseSettings):
         validation_alias=_alias("THREADLINE_SKILLS_INDEX_SHARE", "skills_index_share"),
         description="Share of the model's context window the skills index may take (0.01 = 1%)",
     )
-    thread_context_share: float = Field(
-        0.2,
-        ge=0,
-        le=0.5,
-        validation_alias=_alias("THREADLINE_THREAD_CONTEXT_SHARE", "thread_context_share"),
-        description="Share of the model's context window a thread's earlier messages may take "
-        "when Threadline is mentioned inside a thread (the newest kept; 0 = never read them)",
-    )
     log_level: str = Field(
         "INFO",
         validation_alias=_alias("THREADLINE_LOG_LEVEL", "log_level"),
@@ -303,6 +296,14 @@ class Settings(BaseSettings):
         validation_alias=_alias("THREADLINE_DEMO_INDEX", "demo_index"),
         description="`threadline run` indexes this checkout as the `threadline` repository "
         "while no other repository is registered",
+    )
+    forge_hosts: Annotated[dict[str, ForgeKind], NoDecode] = Field(
+        {},
+        validation_alias=_alias("THREADLINE_FORGE_HOSTS", "forge_hosts"),
+        description="Self-hosted forges an answer's sources link to, as `HOST=KIND` pairs "
+        "separated by commas (`git.example.org=gitea,code.corp=gitlab`; KIND: github, gitlab, "
+        "bitbucket, gitea). github.com, gitlab.com, bitbucket.org, codeberg.org and hosts "
+        "named `github.*`, `gitlab.*` or with a `gitea`/`forgejo` label need no entry",
     )
 
     # Voice replies (core/tts): "piper" and "espeak" run in worker processes (the `voice`
@@ -491,6 +492,11 @@ class Settings(BaseSettings):
     @classmethod
     def _id_list(cls, value: object, info: Any) -> tuple[int, ...]:
         return parse_id_list(value, info.field_name.upper())
+
+    @field_validator("forge_hosts", mode="before")
+    @classmethod
+    def _forge_hosts(cls, value: object) -> object:
+        return parse_forge_hosts(value) if isinstance(value, str) else value
 
     @field_validator("skills_dirs", mode="before")
     @classmethod

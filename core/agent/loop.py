@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from core import messages
 from core.agent.activity import describe
 from core.agent.context import CodeMap, Parts, PromptContext, Recall
-from core.agent.thread_context import DEFAULT_CONFIG, ThreadContextConfig
+from core.agent.sources import Fact, Links, code_sources, memory_sources, skill_sources
 from core.agent.turn import Turn
 from core.llm.chat import calls_of, tool_result
 from core.llm.client import ChatModel, Completion, LLMError, TextSink
@@ -33,13 +33,14 @@ from core.metrics import Metrics
 from core.prompt import PromptBuilder
 from core.prompt_budget import PromptBudget
 from core.quotas import BudgetExhausted, QuotaLedger, QuotaState
-from core.request import Progress, Reply, ThreadReader, ToolCallRecord
+from core.request import Progress, Reply, Source, ToolCallRecord
 from core.session import ToolSession
 from core.skills.service import Skills
 from core.store.engine import Database
 from core.streaming import ReplyEvent, ReplySink, TextDelta, ToolFinished, ToolStarted
 from core.tools.context import ToolContext
 from core.tools.dispatcher import Dispatcher, cap
+from core.tools.result import seen
 
 if TYPE_CHECKING:
     from core.llm.chat import Message, ToolSchema
@@ -71,10 +72,11 @@ class Agent:
         counter: TokenCounter | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         deadline: float = DEFAULT_DEADLINE,
-        thread: ThreadContextConfig = DEFAULT_CONFIG,
+        links: Links | None = None,
     ) -> None:
         self.model = model
         self.deadline = deadline
+        self._links = links  # forge links for the code an answer names as its sources
         self.counter = counter or TokenCounter()
         self._dispatcher = dispatcher
         self._history = history
@@ -100,7 +102,6 @@ class Agent:
             code_map=code_map,
             skills=skills,
             resources=resources,
-            thread=thread,
         )
 
     @property
@@ -115,12 +116,10 @@ class Agent:
         *,
         skills: Sequence[str] = (),
         events: ReplySink | None = None,
-        earlier: ThreadReader | None = None,
     ) -> Reply:
         """Answer `text` in the session's thread. `skills` (a user ran `/skill NAME`) are
         loaded before the model is called, so running one never depends on the model.
-        `events` receives the answer's words as they are written and the tool steps;
-        `earlier` reads the thread's messages before this one (`core.agent.thread_context`)."""
+        `events` receives the answer's words as they are written and the tool steps."""
         await self._metered.ready()
         turn = Turn(messages=[{"role": "user", "content": text}], tool_calls=[], notices=[])
         writer = _Writer(events)
@@ -134,7 +133,7 @@ class Agent:
                 # The question is kept at once: a process killed mid-answer (whose words were
                 # already on screen) must not leave the thread without what was asked.
                 await self._history.append(session.conversation, turn.messages[:1])
-                parts = await self.context.prepare(session, text, history, turn, skills, earlier)
+                parts = await self.context.prepare(session, text, history, turn, skills)
                 reply = await self._loop(session, history, turn, parts, progress, writer)
         except TimeoutError:
             if not limit.expired():
@@ -202,7 +201,8 @@ class Agent:
                 if written:
                     turn.written.append(written)
                     text = "\n\n".join(turn.written)
-                    return self._reply(turn, text, denied=denied, session=session)
+                    sources = await self._sources(session, turn, text)
+                    return self._reply(turn, text, denied=denied, session=session, sources=sources)
                 # No answer is a failed request. Only a model that still wants tools on the
                 # last step ran out of steps; an empty answer earlier is a bad response.
                 text = (
@@ -237,6 +237,10 @@ class Agent:
                     denied[call.name] = outcome.permission
                 # A single huge result must not crowd the thread out of the window.
                 content = cap(outcome.content, self.context.max_tool_result_chars())
+                # What the model saw of the result is what an answer may name as its sources.
+                turn.locations += seen(outcome.locations, self.context.max_tool_result_chars())
+                if outcome.skill is not None:
+                    turn.skills_loaded.append(outcome.skill)
                 if excess and i == len(calls) - 1:
                     content += "\n" + messages.TOOL_CALLS_DROPPED.format(
                         extra=len(excess), n=tool_budget
@@ -315,6 +319,17 @@ class Agent:
         turn.usage = turn.usage + paid.usage
         return paid.completion
 
+    async def _sources(self, session: ToolSession, turn: Turn, text: str) -> tuple[Source, ...]:
+        """Where the answer came from (`core.agent.sources`); links are a courtesy: failing to
+        make them leaves the code sources unlinked, never the answer unanswered."""
+        try:
+            code = await code_sources(session, text, turn.locations, self._links)
+        except Exception:
+            log.warning("no links for the sources of %s", session.request_id, exc_info=True)
+            code = await code_sources(session, text, turn.locations, None)
+        facts = [Fact(scope, fact) for scope, fact in turn.facts]
+        return (*code, *memory_sources(text, facts), *skill_sources(turn.skills_loaded))
+
     def _exhausted_text(self, exc: BudgetExhausted) -> str:
         return exc.explain(self._clock())
 
@@ -326,6 +341,7 @@ class Agent:
         ok: bool = True,
         denied: dict[str, str] | None = None,
         session: ToolSession | None = None,
+        sources: tuple[Source, ...] = (),
     ) -> Reply:
         notices = list(turn.notices)
         for name, permission in (denied or {}).items():
@@ -344,6 +360,7 @@ class Agent:
             notices=tuple(notices),
             tool_calls=tuple(turn.tool_calls),
             usage=turn.usage,
+            sources=sources,
         )
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from core.prompt_budget import Needs
 from core.request import ToolCallRecord, Usage
 from core.skills.service import SkillPrompt
+from core.tools.result import CodeLocation
 
 if TYPE_CHECKING:
     from core.llm.chat import Message
@@ -32,3 +33,9 @@ class Turn:
     # What the model wrote for the user at each step, stripped: the reply is all of it (the
     # words before a tool call were shown as they came), the thread keeps the last as the answer.
     written: list[str] = field(default_factory=list)
+    # What the answer may name as its sources (`core.agent.sources`): the code this turn's
+    # tools showed, the memory facts (scope, text) in the prompt it was written from, the
+    # skills loaded in this turn.
+    locations: list[CodeLocation] = field(default_factory=list)
+    facts: tuple[tuple[str, str], ...] = ()
+    skills_loaded: list[str] = field(default_factory=list)

@@ -13,12 +13,13 @@ import shutil
 import subprocess
 import sysconfig
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.code.redact import redact
 from core.code.selection import MAX_FILE_BYTES, SKIPPED_DIRS, Selection
+from core.tools.result import CodeLocation, ToolResult
 
 if TYPE_CHECKING:
     from core.store.models import Repo
@@ -266,26 +267,50 @@ async def grep(
 
 
 def format_grep(run: GrepRun, pattern: str) -> str:
+    return grep_result(run, pattern).text
+
+
+def grep_result(run: GrepRun, pattern: str) -> ToolResult:
+    """The grep output for the model, and the lines it shows as data: one location per run
+    of consecutive lines (matches and their context)."""
     if not run.files:
         text = f"No matches for /{pattern}/."
         if run.timed_out:
             text += f" (The search timed out after {GREP_TIMEOUT:.0f} s.)"
         if run.skipped_lines:
             text += f" ({run.skipped_lines} line(s) too long to read were skipped.)"
-        return text
+        return ToolResult(text)
     out = [f"{run.matches} match{'es' * (run.matches != 1)} in {len(run.files)} file(s):"]
+    at = len(out[0]) + 1  # where the next line of `out` begins in the text
+    locations: list[CodeLocation] = []
+    block: CodeLocation | None = None
+
+    def add(line: str) -> None:
+        nonlocal at
+        out.append(line)
+        at += len(line) + 1
+
     for hits in run.files:
-        out.append(f"## {hits.repo}: {hits.path}")
+        add(f"## {hits.repo}: {hits.path}")
         previous = None
         for number, is_match, text in hits.lines:
             if previous is not None and number > previous + 1:
-                out.append("--")
-            out.append(f"{number}{':' if is_match else '-'} {text}")
+                add("--")
+            if block is not None and previous is not None and number == previous + 1:
+                block = replace(block, end=number)
+            else:
+                if block is not None:
+                    locations.append(block)
+                block = CodeLocation(hits.repo, hits.path, number, number, "grep", at=at)
+            add(f"{number}{':' if is_match else '-'} {text}")
             previous = number
+        if block is not None:
+            locations.append(block)
+            block = None
     if run.stopped:
         out.append(f"[stopped at {run.limit} matches; narrow the pattern or path_glob]")
     if run.timed_out:
         out.append(f"[the search timed out after {GREP_TIMEOUT:.0f} s; results are partial]")
     if run.skipped_lines:
         out.append(f"[{run.skipped_lines} line(s) too long to read were skipped]")
-    return "\n".join(out)
+    return ToolResult("\n".join(out), tuple(locations))

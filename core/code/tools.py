@@ -28,7 +28,7 @@ from core.code.graph.query import SECTIONS
 from core.code.paths import clean_relative, confine, refusal_message, refuse_secret
 from core.code.redact import redact
 from core.code.repos import RepoStore
-from core.code.ripgrep import GREP_TIMEOUT, clip_line, format_grep, grep, split_lines
+from core.code.ripgrep import GREP_TIMEOUT, clip_line, grep, grep_result, split_lines
 from core.code.roles import Role
 from core.code.selection import Selection
 from core.code.walk import walk
@@ -36,6 +36,7 @@ from core.errors import ToolError
 from core.session import ToolSession
 from core.tools.context import ToolContext
 from core.tools.registry import Tool, ToolArgs, tool
+from core.tools.result import CodeLocation, ToolResult
 
 if TYPE_CHECKING:
     from core.code.results import CodeResult
@@ -46,6 +47,9 @@ MAX_GREP_RESULTS = 200
 MAX_CONTEXT_LINES = 5
 MAX_GLOB_RESULTS = 200
 MAX_READ_LINES = 400
+# read_file reports the lines it shows in blocks of this many, so a result cut to fit the
+# model's window names (nearly) only the lines the model saw.
+READ_BLOCK_LINES = 10
 
 
 # -- repository choice -----------------------------------------------------------------------
@@ -141,7 +145,7 @@ def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]
         available=any_repo,
         activity="Searching code for `{pattern}`",
     )
-    async def grep_code(ctx: ToolContext, args: GrepArgs) -> str:
+    async def grep_code(ctx: ToolContext, args: GrepArgs) -> ToolResult:
         """Regex search (ripgrep) in the team's code repositories: use it first for exact
         names, error strings, config keys. Output: `## repo: path`, then `N:` matching and
         `N-` context lines."""
@@ -153,7 +157,7 @@ def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]
         run = await grep(repos, args.pattern, args.path_glob, args.context_lines, args.max_results)
         if run.errors and not run.files:
             raise ToolError(f"the search failed: {run.errors[0]}")
-        return format_grep(run, args.pattern)
+        return grep_result(run, args.pattern)
 
     @tool(permission="code.read", available=any_repo, activity="Listing files matching `{pattern}`")
     async def glob_files(ctx: ToolContext, args: GlobArgs) -> str:
@@ -166,7 +170,7 @@ def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]
         return await asyncio.to_thread(format_glob, repos, pattern)
 
     @tool(permission="code.read", available=any_repo, activity="Reading `{path}`")
-    async def read_file(ctx: ToolContext, args: ReadArgs) -> str:
+    async def read_file(ctx: ToolContext, args: ReadArgs) -> ToolResult:
         """Read numbered lines of a repository file (repo and path as grep_code or glob_files
         show them), at most 400 lines per call."""
         (repo,) = await _repos(store, ctx, args.repo)
@@ -178,7 +182,7 @@ def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]
         available=any_repo,
         activity="Searching the code index for `{query}`",
     )
-    async def search_code(ctx: ToolContext, args: SearchArgs) -> str:
+    async def search_code(ctx: ToolContext, args: SearchArgs) -> ToolResult:
         """Semantic + keyword search over the indexed code: use it when the question is vague
         ("where do we retry webhooks?") or exact search found nothing. Returns the best
         chunks (repo, path, lines, symbol, snippet); read_file shows more."""
@@ -195,7 +199,7 @@ def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]
             )
         except VectorStoreError as exc:
             raise ToolError(f"{exc}; use grep_code instead") from None
-        return format_search(results, args.query)
+        return search_result(results, args.query)
 
     @tool(
         permission="code.read",
@@ -225,16 +229,27 @@ def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]
 
 
 def format_search(results: list[CodeResult], query: str) -> str:
+    return search_result(results, query).text
+
+
+def search_result(results: list[CodeResult], query: str) -> ToolResult:
+    """The hits for the model, and each hit's file and lines (and symbol) as data."""
     if not results:
-        return f"No indexed code matched {query!r}."
-    parts = []
+        return ToolResult(f"No indexed code matched {query!r}.")
+    parts: list[str] = []
+    locations: list[CodeLocation] = []
+    at = 0
     for i, r in enumerate(results, 1):
         body = "\n".join(clip_line(line) for line in r.snippet.splitlines())
         parts.append(
             f"{i}. {r.repo}: {r.path}:{r.start_line}-{r.end_line} {r.kind} {r.symbol}"
             f" ({r.role}, score {r.score:.3f})\n{body}"
         )
-    return "\n\n".join(parts)
+        locations.append(
+            CodeLocation(r.repo, r.path, r.start_line, r.end_line, "search", r.symbol, at=at)
+        )
+        at += len(parts[-1]) + 2
+    return ToolResult("\n\n".join(parts), tuple(locations))
 
 
 def format_glob(repos: list[Repo], pattern: str) -> str:
@@ -255,7 +270,7 @@ def format_glob(repos: list[Repo], pattern: str) -> str:
     return "\n".join(out)
 
 
-def _read(repo: Repo, args: ReadArgs) -> str:
+def _read(repo: Repo, args: ReadArgs) -> ToolResult:
     rel = clean_relative(args.path)
     if not rel:
         raise ToolError("refused: give a file path, not the repository root")
@@ -269,15 +284,21 @@ def _read(repo: Repo, args: ReadArgs) -> str:
     if refusal is not None:
         raise ToolError(refusal_message(refusal, rel, repo.name))
     text = target.read_text(encoding="utf-8", errors="replace")
-    return format_read(
+    return read_result(
         repo.name, rel, split_lines(redact(text, real)), args.start_line, args.end_line
     )
 
 
 def format_read(repo: str, rel: str, lines: list[str], start: int, end: int | None) -> str:
+    return read_result(repo, rel, lines, start, end).text
+
+
+def read_result(repo: str, rel: str, lines: list[str], start: int, end: int | None) -> ToolResult:
+    """Numbered lines of a file for the model, and the lines shown as data (in blocks of
+    `READ_BLOCK_LINES`, each where it begins in the text)."""
     total = len(lines)
     if total == 0:
-        return f"## {repo}: {rel} (empty file)"
+        return ToolResult(f"## {repo}: {rel} (empty file)")
     if start > total:
         raise ToolError(f"{rel} has only {total} lines")
     last = min(total, end if end is not None else total, start + MAX_READ_LINES - 1)
@@ -285,7 +306,14 @@ def format_read(repo: str, rel: str, lines: list[str], start: int, end: int | No
         raise ToolError("end_line must not be before start_line")
     width = len(str(last))
     out = [f"## {repo}: {rel} (lines {start}-{last} of {total})"]
-    out += [f"{n:>{width}} | {clip_line(lines[n - 1])}" for n in range(start, last + 1)]
+    locations: list[CodeLocation] = []
+    at = len(out[0]) + 1
+    for n in range(start, last + 1):
+        if (n - start) % READ_BLOCK_LINES == 0:
+            block_end = min(last, n + READ_BLOCK_LINES - 1)
+            locations.append(CodeLocation(repo, rel, n, block_end, "read", at=at))
+        out.append(f"{n:>{width}} | {clip_line(lines[n - 1])}")
+        at += len(out[-1]) + 1
     if last < total:
         out.append(f"[more: read_file with start_line={last + 1}]")
-    return "\n".join(out)
+    return ToolResult("\n".join(out), tuple(locations))

@@ -60,6 +60,19 @@ _QUOTE_OPEN, _QUOTE_CLOSE = "```json", "```"
 _LINE_BREAKS = re.compile("[\x85\u2028\u2029]")
 
 
+class Recalled(str):
+    """Memory as the prompt quotes it (this string), with the facts it quotes as data: their
+    scope and text, so an answer that used one can name where it came from
+    (`core.agent.sources`) without reading the quoted text back."""
+
+    facts: tuple[tuple[str, str], ...]  # (scope, text)
+
+    def __new__(cls, text: str, facts: tuple[tuple[str, str], ...]) -> Recalled:
+        made = super().__new__(cls, text)
+        made.facts = facts
+        return made
+
+
 class MemoryRefusal(Refusal):
     """A save or delete that cannot be done as asked; the message is safe to show."""
 
@@ -245,16 +258,17 @@ class MemoryStore:
         text: str,
         budget_tokens: int,
         count: Callable[[str], int],
-    ) -> str | None:
+    ) -> Recalled | None:
         """`relevant`, quoted for the prompt under a header, all within `budget_tokens`; None
         when nothing is relevant."""
         frame = "\n".join([PROMPT_HEADER, _QUOTE_OPEN, _QUOTE_CLOSE])
         items = await self.relevant(session, text, budget_tokens - count(frame), count)
         if not items:
             return None
-        return "\n".join(
+        text = "\n".join(
             [PROMPT_HEADER, _QUOTE_OPEN, *(prompt_line(it) for it in items), _QUOTE_CLOSE]
         )
+        return Recalled(text, tuple((it.scope, it.text) for it in items))
 
 
 def _fit(

@@ -19,6 +19,7 @@ from core.skills.library import MAX_FILE_BYTES, SkillFileError, SkillLibrary
 from core.skills.service import Skills, load_text
 from core.tools.context import ToolContext
 from core.tools.registry import Tool, ToolArgs, tool
+from core.tools.result import ToolResult
 
 MAX_FOUND = 10
 # A skill's body may be up to 64 KiB; the agent still cuts any result to a quarter of the
@@ -62,7 +63,7 @@ def skill_tools(skills: Skills) -> list[Tool]:
         max_result_chars=MAX_SKILL_RESULT_CHARS,
         activity="Loading the skill `{name}`",
     )
-    async def load_skill(ctx: ToolContext, args: LoadSkillArgs) -> str:
+    async def load_skill(ctx: ToolContext, args: LoadSkillArgs) -> ToolResult:
         """Load a team skill (a playbook) by name and get its instructions. Call it when the
         request matches a skill in the skills list (or one find_skills found), then follow
         the instructions it returns."""
@@ -72,7 +73,7 @@ def skill_tools(skills: Skills) -> list[Tool]:
             raise unknown(ctx.session, args.name)
         skills.narrow(ctx.session, skill)
         await skills.record(ctx.session.conversation, skill.name)
-        return load_text(skill)
+        return ToolResult(load_text(skill), skill=skill.name)
 
     @tool(
         permission="skills.use",

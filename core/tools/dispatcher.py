@@ -25,6 +25,7 @@ from core.session import ToolSession
 from core.tools.audit import AuditEvent, AuditLog
 from core.tools.context import ToolContext
 from core.tools.registry import JsonArgs, Tool, ToolRegistry
+from core.tools.result import CodeLocation, ToolResult, seen
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,9 @@ class ToolOutcome:
     code: OutcomeCode
     content: str  # what goes back to the model
     permission: str | None = None  # set when the call was denied for a missing permission
+    # The code this call showed the model (files and lines), as the tool reported it.
+    locations: tuple[CodeLocation, ...] = ()
+    skill: str | None = None  # the skill it loaded
 
 
 class Rejected(Exception):
@@ -234,8 +238,11 @@ class Dispatcher:
             if t.confirm:
                 await self._confirmed(ctx, t, args)
                 detail = "confirmed by the requesting user"
-            content = cap(await self._run(t, ctx, args), t.max_result_chars or self._max_result)
-            outcome = ToolOutcome(call, True, "ok", content)
+            result = await self._run(t, ctx, args)
+            limit = t.max_result_chars or self._max_result
+            content = cap(result.text, limit)
+            showed = seen(result.locations, min(len(result.text), limit))
+            outcome = ToolOutcome(call, True, "ok", content, locations=showed, skill=result.skill)
         except Rejected as r:
             outcome = ToolOutcome(call, False, r.code, r.model_text, r.permission)
             detail = r.model_text
@@ -293,11 +300,13 @@ class Dispatcher:
             ),
         )
 
-    async def _run(self, t: Tool, ctx: ToolContext, args: BaseModel) -> str:
+    async def _run(self, t: Tool, ctx: ToolContext, args: BaseModel) -> ToolResult:
         async with asyncio.timeout(t.timeout):
             if inspect.iscoroutinefunction(t.func):
                 result: Any = await t.func(ctx, args)
             else:
                 # Sync tools may block (files, subprocesses): keep them off the event loop.
                 result = await asyncio.to_thread(t.func, ctx, args)
-        return result if isinstance(result, str) else json.dumps(result, default=str)
+        if isinstance(result, ToolResult):
+            return result
+        return ToolResult(result if isinstance(result, str) else json.dumps(result, default=str))

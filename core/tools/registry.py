@@ -19,17 +19,19 @@ from pydantic import BaseModel, ConfigDict
 from core.policy import is_permission
 from core.session import ToolSession
 from core.tools.context import ToolContext
+from core.tools.result import ToolResult
 
 if TYPE_CHECKING:
     from core.llm.chat import ToolSchema
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
-ToolFunc = Callable[[ToolContext, Any], Awaitable[str] | str]
+# A tool answers with text for the model, or a `ToolResult`: that text and the code it shows.
+ToolFunc = Callable[[ToolContext, Any], Awaitable[str | ToolResult] | str | ToolResult]
 A = TypeVar("A", bound=BaseModel)
 # A handler as written: its `args` has the tool's own model type, which mypy checks inside the
 # handler; `Tool.func` forgets it (the dispatcher validates before calling).
-ToolHandler = Callable[[ToolContext, A], Awaitable[str] | str]
+ToolHandler = Callable[[ToolContext, A], Awaitable[str | ToolResult] | str | ToolResult]
 # Whether a tool is worth offering to this session right now (e.g. code tools only once a
 # repository the session may read exists): its schema costs prompt tokens on every call.
 Availability = Callable[[ToolSession], Awaitable[bool]]
