@@ -87,6 +87,7 @@ def build_app(
     from bot import features as built_in
     from bot.platforms import builtin_platforms
     from core.agent import Agent
+    from core.agent.thread_context import ThreadContextConfig
     from core.code.answers import offline_answer
     from core.code.checkout import CodeLinks
     from core.commands import CommandRegistry
@@ -210,6 +211,7 @@ def build_app(
             clock=clock,
             deadline=settings.request_deadline,
             links=code_links.links,
+            thread=ThreadContextConfig(share=settings.thread_context_share),
         )
 
     agent = make_agent(model) if model is not None else None

@@ -191,6 +191,14 @@ class Settings(BaseSettings):
         validation_alias=_alias("THREADLINE_SKILLS_INDEX_SHARE", "skills_index_share"),
         description="Share of the model's context window the skills index may take (0.01 = 1%)",
     )
+    thread_context_share: float = Field(
+        0.2,
+        ge=0,
+        le=0.5,
+        validation_alias=_alias("THREADLINE_THREAD_CONTEXT_SHARE", "thread_context_share"),
+        description="Share of the model's context window a thread's earlier messages may take "
+        "when Threadline is mentioned inside a thread (the newest kept; 0 = never read them)",
+    )
     log_level: str = Field(
         "INFO",
         validation_alias=_alias("THREADLINE_LOG_LEVEL", "log_level"),

@@ -1,5 +1,6 @@
 """What the agent puts before the thread: the rules, the tools on offer, long-term memory, the
-repo map, skills and the MCP resource list, each within the one prompt budget
+repo map, skills, the MCP resource list and the thread's earlier messages
+(`core.agent.thread_context`), each within the one prompt budget
 (`core.prompt_budget`). The loop (`core.agent.loop`) asks for them; nothing here calls the
 model or runs a tool.
 """
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
+from core.agent import thread_context
+from core.agent.thread_context import DEFAULT_CONFIG, ThreadContextConfig
 from core.agent.turn import Turn
 from core.llm.chat import text_of
 from core.memory.compaction import CompactionConfig
@@ -37,6 +40,7 @@ from core.tools.registry import Tool, ToolRegistry
 
 if TYPE_CHECKING:
     from core.llm.chat import Message
+    from core.request import ThreadReader
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +88,7 @@ class Parts:
 
     memory: str | None
     code_map: str | None
+    thread: str | None = None  # the thread's earlier messages, quoted
 
 
 class PromptContext:
@@ -99,8 +104,10 @@ class PromptContext:
         code_map: CodeMap | None = None,
         skills: Skills | None = None,
         resources: Callable[[ToolSession], str | None] | None = None,
+        thread: ThreadContextConfig = DEFAULT_CONFIG,
     ) -> None:
         self.budget = PromptBudget(compaction, counter)
+        self.thread = thread
         self.compaction = compaction
         self.counter = counter
         self._prompt = prompt
@@ -122,22 +129,25 @@ class PromptContext:
         history: ThreadHistory,
         turn: Turn,
         explicit: Sequence[str],
+        earlier: ThreadReader | None = None,
     ) -> Parts:
         """Everything the request's prompt draws on, rendered within what the budget leaves
-        it: memory and the repo map, the skills (and those the user asked for, loaded)."""
+        it: memory and the repo map, the skills (and those the user asked for, loaded), the
+        thread's earlier messages (`earlier`, read once here)."""
         recent = _recent_questions(history)
         turn.needs = Needs.of(text, recent, skills_in_use=bool(explicit))
         room = await self._room_for_parts(session, history, turn)
         # Independent parts of the prompt, prepared together: the skills ranking's query
         # embedding runs while memory and the repo map read the database.
-        memory, code, _ = await asyncio.gather(
+        memory, code, thread, _ = await asyncio.gather(
             self._recall(session, text, room),
             self._map(session, text, recent, room),
+            self._earlier(session, earlier, history, room),
             self._prepare_skills(session, text, turn, explicit),
         )
         if turn.thread_skills or (turn.skills and turn.skills.pinned):
             turn.needs = Needs.of(text, recent, skills_in_use=True)
-        return Parts(memory, code)
+        return Parts(memory, code, thread)
 
     async def choose_tools(self, session: ToolSession, turn: Turn) -> ToolChoice:
         offered = await self._registry.offered_tools(session)
@@ -199,6 +209,8 @@ class PromptContext:
             ]
         if resources:
             optional["resources"] = [{"role": "user", "content": resources}]
+        if parts.thread:
+            optional["thread"] = [{"role": "user", "content": parts.thread}]
         reserve = self.budget.reserve(conversation, fixed)
         kept = self.budget.fit_parts(fixed, reserve, optional)
         memory = parts.memory if "memory" in kept else None
@@ -217,6 +229,8 @@ class PromptContext:
             resources=resources if "resources" in kept else None,
             rules=rules,
         )
+        if parts.thread and "thread" in kept:  # last: next to the conversation it precedes
+            prefix.append({"role": "user", "content": parts.thread})
         results = sum(1 for m in _current_turn(conversation) if m["role"] == "tool")
         return prefix, self.budget.results_chars(fixed, results)
 
@@ -240,6 +254,22 @@ class PromptContext:
             return SYSTEM_RULES
         code = choice is not None and "code" in choice.groups
         return lean_rules(code=code, memory=memory)
+
+    async def _earlier(
+        self,
+        session: ToolSession,
+        reader: ThreadReader | None,
+        history: ThreadHistory,
+        room: int,
+    ) -> str | None:
+        """The thread's earlier messages the model has not seen, quoted, within the share of
+        the window they may take and the room left."""
+        budget = min(self.thread.max_tokens(self.compaction.window), room)
+        if reader is None or budget < thread_context.MIN_TOKENS:
+            return None
+        found = await thread_context.read(reader, self.thread.timeout, session.request_id)
+        fresh = thread_context.new_to_history(found, history.messages)
+        return thread_context.render(fresh, budget, self.counter.count_text)
 
     async def _recall(self, session: ToolSession, text: str, room: int) -> str | None:
         if self._memory is None or not session.allows("memory.read") or room <= 0:

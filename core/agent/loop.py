@@ -20,6 +20,7 @@ from core import messages
 from core.agent.activity import describe
 from core.agent.context import CodeMap, Parts, PromptContext, Recall
 from core.agent.sources import Fact, Links, code_sources, memory_sources, skill_sources
+from core.agent.thread_context import DEFAULT_CONFIG, ThreadContextConfig
 from core.agent.turn import Turn
 from core.llm.chat import calls_of, tool_result
 from core.llm.client import ChatModel, Completion, LLMError, TextSink
@@ -33,7 +34,7 @@ from core.metrics import Metrics
 from core.prompt import PromptBuilder
 from core.prompt_budget import PromptBudget
 from core.quotas import BudgetExhausted, QuotaLedger, QuotaState
-from core.request import Progress, Reply, Source, ToolCallRecord
+from core.request import Progress, Reply, Source, ThreadReader, ToolCallRecord
 from core.session import ToolSession
 from core.skills.service import Skills
 from core.store.engine import Database
@@ -72,6 +73,7 @@ class Agent:
         counter: TokenCounter | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         deadline: float = DEFAULT_DEADLINE,
+        thread: ThreadContextConfig = DEFAULT_CONFIG,
         links: Links | None = None,
     ) -> None:
         self.model = model
@@ -102,6 +104,7 @@ class Agent:
             code_map=code_map,
             skills=skills,
             resources=resources,
+            thread=thread,
         )
 
     @property
@@ -116,10 +119,12 @@ class Agent:
         *,
         skills: Sequence[str] = (),
         events: ReplySink | None = None,
+        earlier: ThreadReader | None = None,
     ) -> Reply:
         """Answer `text` in the session's thread. `skills` (a user ran `/skill NAME`) are
         loaded before the model is called, so running one never depends on the model.
-        `events` receives the answer's words as they are written and the tool steps."""
+        `events` receives the answer's words as they are written and the tool steps;
+        `earlier` reads the thread's messages before this one (`core.agent.thread_context`)."""
         await self._metered.ready()
         turn = Turn(messages=[{"role": "user", "content": text}], tool_calls=[], notices=[])
         writer = _Writer(events)
@@ -133,7 +138,7 @@ class Agent:
                 # The question is kept at once: a process killed mid-answer (whose words were
                 # already on screen) must not leave the thread without what was asked.
                 await self._history.append(session.conversation, turn.messages[:1])
-                parts = await self.context.prepare(session, text, history, turn, skills)
+                parts = await self.context.prepare(session, text, history, turn, skills, earlier)
                 reply = await self._loop(session, history, turn, parts, progress, writer)
         except TimeoutError:
             if not limit.expired():
