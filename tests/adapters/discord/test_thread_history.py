@@ -15,6 +15,7 @@ from core.request import Request, ThreadMessage
 from tests.adapters.discord.test_discord import StartBot, fake_discord, start_bot
 from tests.adapters.discord.test_files import Capture
 from tests.support.fakes.discord_server import Call, FakeDiscord, FakeFile
+from tests.support.fakes.openai_server import FakeOpenAI
 
 __all__ = ["fake_discord", "start_bot"]  # fixtures shared with the Discord tests
 
@@ -210,3 +211,26 @@ async def test_a_read_cut_short_keeps_the_newest_pages_and_carries_on_from_them(
     assert [m.text for m in capture.results[1]][-3:] == ["message 250", "first", "done"]
     last = reads(fake, thread)[-1]
     assert len(reads(fake, thread)) == 3 and "after" in last.query  # carried on, not re-read
+
+
+async def test_the_model_reads_the_thread_it_was_asked_in(
+    start_bot: StartBot, fake_discord: FakeDiscord, fake_llm: FakeOpenAI
+) -> None:
+    """End to end, with core's own use of the reader: the earlier messages reach the model."""
+    fake = fake_discord
+    bob = fake.add_member("bob")
+    bot = await start_bot()
+    thread = await fake.add_thread("deploy")
+    fake.seed_messages(thread, 3, authors=[bob], text="deploy step {n} failed with exit 137")
+    fake_llm.reply("Exit 137 is an out-of-memory kill.")
+    await fake.post_message(fake.alice, thread, f"{fake.mention()} what do you make of the above?")
+    await fake.wait_for(lambda: fake.messages_in(thread))
+    await bot.adapter.idle()
+
+    [answer] = fake.messages_in(thread)
+    assert answer.content.startswith("Exit 137 is an out-of-memory kill.")
+    prompt = "\n".join(str(m.get("content")) for m in fake_llm.requests[-1]["messages"])
+    for n in (1, 2, 3):
+        assert f"deploy step {n} failed with exit 137" in prompt
+    assert "Bob" in prompt
+    assert prompt.index("deploy step 3") < prompt.index("what do you make of the above?")
