@@ -210,7 +210,9 @@ class ThreadHistory:
             entry.seen = max(int(m["id"]) for m in raws)
             known = {m.at for m in entry.messages}
             new = [m for m in _converted(raws, me) if m.at not in known]
-            entry.messages = (entry.messages + new)[-self.limit :]
+            # Kept: `limit` messages, and room for those from the question on (the question
+            # itself, later ones), which are not earlier messages for it.
+            entry.messages = (entry.messages + new)[-(self.limit + PAGE) :]
         if entry.seen is not None:
             entry.until = max(entry.until or 0, entry.seen + 1)
         if message_id is not None:
