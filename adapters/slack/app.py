@@ -32,6 +32,8 @@ from adapters.slack import filters
 from adapters.slack.config import Mode, SlackConfig, SlackStartupError
 from adapters.slack.confirm import ACTION_IDS, SlackConfirmer
 from adapters.slack.delivery import Delivery, DeliveryFailed, Target
+from adapters.slack.feedback import ACTION_ID as FEEDBACK_ACTION
+from adapters.slack.feedback import REASON_VIEW, SlackFeedback
 from adapters.slack.files import FileHost
 from adapters.slack.filters import BotIdentity
 from adapters.slack.logs import BOLT_LOGGER, quiet_logger
@@ -100,6 +102,7 @@ class SlackAdapter:
         self._delivery: Delivery | None = None
         self._outbox: OutboxDelivery | None = None
         self._files: FileHost | None = None  # downloads of files attached to messages
+        self._feedback: SlackFeedback | None = None  # 👍/👎 clicks under answers
         self.threads: ThreadCache | None = None  # earlier messages of threads, read so far
         self._work = BackgroundWork("Slack")
         # What each workspace refused (streaming, edits, the assistant status), learnt once.
@@ -155,6 +158,7 @@ class SlackAdapter:
         assert self.config.bot_token is not None  # config.check
         self._files = FileHost(self._session, self.config.bot_token, self.config.api_url)
         self.threads = ThreadCache(self._client, self.identity)
+        self._feedback = SlackFeedback(self._client, self.core)
         if self.confirmations is not None:
             self._confirmer = SlackConfirmer(self._client, self.confirmations)
             self.confirmations.register(PLATFORM, self._confirmer)
@@ -261,6 +265,8 @@ class SlackAdapter:
         app.event("reaction_added")(self._on_reaction)
         app.command(re.compile(r"^/"))(self._on_command)
         app.action(ACTION_IDS)(self._on_confirm_click)
+        app.action(FEEDBACK_ACTION)(self._on_feedback_click)
+        app.view(REASON_VIEW)(self._on_feedback_reason)
         # Every other subscribed type is acknowledged: an unhandled one gets 404 from bolt, and
         # Slack retries it (and eventually disables the subscription).
         app.event(re.compile(r".*"))(self._ack_only)
@@ -295,6 +301,16 @@ class SlackAdapter:
         await ack()  # within Slack's 3 s; the answer and the message update follow
         if self._confirmer is not None:
             self._work.spawn(self._confirmer.click(body))  # type: ignore[arg-type]
+
+    async def _on_feedback_click(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()  # the rating, the form (for a 👎) and the private note follow
+        if self._feedback is not None:
+            self._work.spawn(self._feedback.click(body))  # type: ignore[arg-type]
+
+    async def _on_feedback_reason(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()  # closes the form; the reason is stored after
+        if self._feedback is not None:
+            self._work.spawn(self._feedback.submit(body))  # type: ignore[arg-type]
 
     # -- answering ---------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from slack_sdk.errors import SlackApiError
 
+from adapters.slack.feedback import feedback_blocks
 from adapters.slack.sources import sources_blocks, sources_mrkdwn
 from adapters.slack.translate import PLATFORM, render
 from adapters.text import reply_markdown
@@ -106,7 +107,8 @@ class Delivery:
                 await asyncio.sleep(self._backoff.delay(attempt))
 
     async def _deliver_once(self, target: Target, reply: Reply) -> None:
-        # The sources go under the last part: a context block, or a line where blocks cannot.
+        # The sources go under the last part: a context block, or a line where blocks cannot;
+        # then the 👍/👎 of an answer people may rate.
         parts = render(replace(reply, sources=()))
         if parts and target.header:
             parts[0] = f"{target.header}\n{parts[0]}"
@@ -117,9 +119,11 @@ class Delivery:
         for i, text in enumerate(parts):
             if i in done:
                 continue
-            footer = reply.sources if i == len(parts) - 1 else ()
+            last = i == len(parts) - 1
+            footer = reply.sources if last else ()
+            rated = reply.answer_id if last else None
             try:
-                message_id = await self._post(target, thread_ts, i, text, footer)
+                message_id = await self._post(target, thread_ts, i, text, footer, rated)
             except _TooLong:
                 await self._answer_as_file(target, thread_ts, reply, range(i, len(parts)))
                 break
@@ -158,12 +162,13 @@ class Delivery:
         part: int,
         text: str,
         sources: tuple[Source, ...] = (),
+        answer_id: str | None = None,
     ) -> str:
         line = f"{text}\n\n{sources_mrkdwn(sources)}" if sources else text
         try:
             if target.ephemeral:
                 return await self._post_ephemeral(target, thread_ts, line)
-            return await self._post_message(target, thread_ts, part, text, sources)
+            return await self._post_message(target, thread_ts, part, text, sources, answer_id)
         except SlackApiError as exc:
             code = _error_code(exc)
             if code == "msg_too_long" and not target.ephemeral:
@@ -180,6 +185,7 @@ class Delivery:
         part: int,
         text: str,
         sources: tuple[Source, ...] = (),
+        answer_id: str | None = None,
     ) -> str:
         import aiohttp
 
@@ -194,9 +200,17 @@ class Delivery:
             "unfurl_links": False,
             "unfurl_media": False,
         }
-        if sources and len(text) <= SECTION_LIMIT:  # the part as a section, sources under it
+        if (sources or answer_id) and len(text) <= SECTION_LIMIT:
+            # The part as a section, the sources and the 👍/👎 under it.
             section = {"type": "section", "text": {"type": "mrkdwn", "text": text}}
-            args["blocks"] = [section, *sources_blocks(sources)]
+            args["blocks"] = [section, *sources_blocks(sources), *feedback_blocks(answer_id)]
+        elif answer_id:
+            # Too long for one section: sections cut at lines, the buttons under the last.
+            sections = [
+                {"type": "section", "text": {"type": "mrkdwn", "text": piece}}
+                for piece in _sections(text)
+            ]
+            args["blocks"] = [*sections, *sources_blocks(sources), *feedback_blocks(answer_id)]
         elif sources:
             args["text"] = f"{text}\n\n{sources_mrkdwn(sources)}"
         if thread_ts:
@@ -296,6 +310,17 @@ class Delivery:
             await self._events.record_post(
                 PLATFORM, target.delivery_key, i, f"{FILE_FALLBACK}{file_id}"
             )
+
+
+def _sections(text: str) -> list[str]:
+    """`text` in pieces that each fit a section block, cut at a line where there is one."""
+    pieces: list[str] = []
+    while len(text) > SECTION_LIMIT:
+        cut = text.rfind("\n", 0, SECTION_LIMIT)
+        cut = cut if cut > SECTION_LIMIT // 2 else SECTION_LIMIT
+        pieces.append(text[:cut])
+        text = text[cut:].lstrip("\n")
+    return [*pieces, text] if text else pieces
 
 
 def _error_code(exc: SlackApiError) -> str:

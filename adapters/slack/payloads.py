@@ -202,3 +202,22 @@ class BlockActions(TypedDict):
     container: NotRequired[ClickContainer]
     channel: NotRequired[Team]
     actions: list[ClickedAction]
+    trigger_id: NotRequired[str]  # opens a form (`views.open`) within 3 s of the click
+
+
+class SubmittedView(TypedDict):
+    callback_id: str
+    private_metadata: NotRequired[str]  # what Threadline put there when it opened the form
+    # block id -> action id -> the input's state (`{"type": ..., "value": ...}`)
+    state: NotRequired[dict[str, dict[str, dict[str, dict[str, Any]]]]]
+
+
+class ViewSubmission(TypedDict):
+    """A `view_submission` interaction (a form sent), as bolt hands it to a listener. `user`
+    and `team` are what Slack verified; the view is the one Threadline opened."""
+
+    type: Literal["view_submission"]
+    user: ClickUser
+    team: Team
+    enterprise: NotRequired[Team | None]
+    view: SubmittedView

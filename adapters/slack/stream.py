@@ -38,6 +38,7 @@ from slack_sdk.models.messages.chunk import TaskUpdateChunk
 
 from adapters.background import last_word
 from adapters.pacing import ChannelBudget
+from adapters.slack.feedback import feedback_blocks
 from adapters.slack.mrkdwn import defuse
 from adapters.slack.sources import sources_blocks
 from adapters.slack.stream_message import (
@@ -136,7 +137,8 @@ class AnswerStream:
         self._flusher: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self._closed = False
-        self._footer: list[dict[str, Any]] = []  # under the last message: the sources
+        # Under the last message: the sources, and 👍/👎 for an answer people may rate.
+        self._footer: list[dict[str, Any]] = []
         self.cut_noted = False  # the note about a cut answer went out (see `_cut`)
         self.calls = 0  # Slack calls made for the text and steps (tests, benchmark)
 
@@ -360,7 +362,8 @@ class AnswerStream:
         async with self._lock:
             self._closed = True
             rest = self._carry + final.remainder + after_text(final.reply)
-            self._footer = sources_blocks(final.reply.sources)
+            reply = final.reply
+            self._footer = sources_blocks(reply.sources) + feedback_blocks(reply.answer_id)
             self._carry = ""
             self._pending += defuse(rest)
             self._active.clear()

@@ -107,7 +107,9 @@ def test_streaming_refused_edits_one_message_at_most_once_a_second_and_is_rememb
 
     (message,) = fake_slack.posted("C1")
     assert shown_text(message) == answer
-    assert message["blocks"] == [{"type": "markdown", "text": answer}]
+    # (Then the 👍/👎 of an answer people may rate: tests/adapters/slack/test_feedback.py.)
+    assert message["blocks"][:1] == [{"type": "markdown", "text": answer}]
+    assert [b["type"] for b in message["blocks"][1:]] == ["context_actions"]
     (post,) = fake_slack.calls("chat.postMessage")
     edits = fake_slack.calls("chat.update")
     assert len(edits) >= 2

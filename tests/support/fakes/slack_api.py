@@ -21,7 +21,8 @@ Mode websocket (`apps.connections.open` + `send_envelope`).
 Streamed messages (`chat.startStream` / `appendStream` / `stopStream`) are stored like posted
 ones: their `text` grows with each `markdown_text` chunk, `chunks` records every chunk as sent,
 `tasks` each task's statuses in order, `streaming` whether the stream is still open.
-`assistant.threads.setStatus` is recorded (and refused when told). The server runs in its own thread
+`assistant.threads.setStatus` is recorded (and refused when told). Forms opened with `views.open`
+are checked against a modal's limits and kept in `views`. The server runs in its own thread
 and event loop, so sync tests and apps on other loops can use it alike.
 
 Files people attach, and the threads they write in:
@@ -107,6 +108,7 @@ class FakeSlack:
         self._files: dict[str, _HostedFile] = {}
         self._users: dict[str, dict[str, Any]] = {}
         self._elsewhere_runner: web.AppRunner | None = None
+        self.views: list[dict[str, Any]] = []  # forms opened with `views.open`, in order
         self.elsewhere_port = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -557,6 +559,22 @@ class FakeSlack:
             return {"ok": False, "error": "user_not_in_channel"}
         return {"ok": True, "message_ts": self._new_ts()}
 
+    def _m_views_open(self, args: dict[str, Any]) -> dict[str, Any]:
+        """A form opened with a click's `trigger_id` (kept in `views`), checked against the
+        limits Slack enforces on a modal."""
+        view = args.get("view")
+        if isinstance(view, str):
+            view = json.loads(view)
+        if not args.get("trigger_id"):
+            return {"ok": False, "error": "invalid_trigger_id"}
+        problem = _modal_problem(view)
+        if problem is not None or not isinstance(view, dict):
+            return {"ok": False, "error": "invalid_arguments", "response_metadata": problem}
+        opened = {**view, "id": f"V{next(self._ts):08d}", "trigger_id": args["trigger_id"]}
+        with self._cond:
+            self.views.append(opened)
+        return {"ok": True, "view": opened}
+
     # -- streaming ---------------------------------------------------------------------------
 
     def _m_chat_startStream(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -773,3 +791,20 @@ def _blocks(value: Any) -> list[dict[str, Any]] | None:
     if isinstance(value, str):
         return list(json.loads(value))
     return list(value) if value else None
+
+
+def _modal_problem(view: Any) -> dict[str, Any] | None:
+    """What Slack would refuse in a modal view (title, buttons, metadata, inputs)."""
+    if not isinstance(view, dict) or view.get("type") != "modal":
+        return {"messages": ["a modal view is required"]}
+    for key in ("title", "submit", "close"):
+        text = (view.get(key) or {}).get("text", "")
+        if (key == "title" and not text) or len(text) > 24:
+            return {"messages": [f"{key} must be 1-24 characters"]}
+    if len(view.get("private_metadata") or "") > 3000 or len(view.get("callback_id") or "") > 255:
+        return {"messages": ["private_metadata or callback_id too long"]}
+    for block in view.get("blocks") or []:
+        element = block.get("element") or {}
+        if block.get("type") == "input" and not 0 < int(element.get("max_length", 3000)) <= 3000:
+            return {"messages": ["max_length must be 1-3000"]}
+    return None

@@ -172,17 +172,22 @@ def block_actions(
     team: str = "T1",
     enterprise: str | None = None,
     value: str | None = None,
+    button: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A `block_actions` interaction: `user` clicked the button `action_id` of the message
     `posted` (as the fake Slack stored it). Slack sends it form-encoded as `payload=<json>`;
     who clicked is in `user` and `team`, the button's own `value` as it was posted (unless a
     forged one is given)."""
-    button = next(
-        e
-        for b in posted.get("blocks") or []
-        if b.get("type") == "actions"
-        for e in b["elements"]
-        if e["action_id"] == action_id
+    button = (
+        button
+        if button is not None
+        else next(
+            e
+            for b in posted.get("blocks") or []
+            if b.get("type") == "actions"
+            for e in b["elements"]
+            if e["action_id"] == action_id
+        )
     )
     container: dict[str, Any] = {
         "type": "message",
@@ -219,6 +224,77 @@ def block_actions(
                 **({"style": button["style"]} if "style" in button else {}),
             }
         ],
+    }
+
+
+def feedback_click(
+    posted: dict[str, Any],
+    rating: str,
+    *,
+    channel: str = "C1",
+    user: str = "U1",
+    team: str = "T1",
+    value: str | None = None,
+) -> dict[str, Any]:
+    """A `block_actions` interaction: `user` clicked 👍 (`rating` "up") or 👎 ("down") of
+    the `feedback_buttons` under the message `posted`; the button's own value as posted
+    (unless a forged one is given)."""
+    element = next(
+        e
+        for b in posted.get("blocks") or []
+        if b.get("type") == "context_actions"
+        for e in b["elements"]
+        if e["type"] == "feedback_buttons"
+    )
+    button = element["positive_button" if rating == "up" else "negative_button"]
+    click = block_actions(
+        posted, element["action_id"], channel=channel, user=user, team=team, button=button
+    )
+    click["actions"] = [
+        {
+            "type": "feedback_buttons",
+            "action_id": element["action_id"],
+            "block_id": "fb",
+            "text": button["text"],
+            "value": value if value is not None else button["value"],
+            "action_ts": f"{time.time():.6f}",  # wall clock: Slack's stamp, unread
+        }
+    ]
+    return click
+
+
+def view_submission(
+    view: dict[str, Any],
+    values: dict[str, dict[str, str | None]],
+    *,
+    user: str = "U1",
+    team: str = "T1",
+) -> dict[str, Any]:
+    """A `view_submission` interaction: `user` sent the form `view` (as `views.open` got it)
+    with `values` typed: block id -> action id -> text."""
+    state = {
+        block: {
+            action: {"type": "plain_text_input", "value": text} for action, text in inputs.items()
+        }
+        for block, inputs in values.items()
+    }
+    return {
+        "type": "view_submission",
+        "team": {"id": team, "domain": "fake"},
+        "enterprise": None,
+        "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": team},
+        "api_app_id": "A0THREADLINE",
+        "token": "legacy-verification-token",
+        "trigger_id": f"{uuid.uuid4().int % 10**12}.{uuid.uuid4().hex[:8]}",
+        "view": {
+            **view,
+            "team_id": team,
+            "app_id": "A0THREADLINE",
+            "state": {"values": state},
+            "hash": uuid.uuid4().hex[:12],
+        },
+        "response_urls": [],
+        "is_enterprise_install": False,
     }
 
 

@@ -1,0 +1,252 @@
+"""👍/👎 under answers on Slack, end to end: the real app and slack-bolt served by uvicorn, the
+fake model answering, the `feedback_buttons` block under the answer in the fake Slack, and
+signed `block_actions` clicks and `view_submission` forms sent back over HTTP — to the process
+that answered, or to a second web process on the same database.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from sqlmodel import select
+
+from adapters.slack.feedback import ACTION_ID, REASON_BLOCK, REASON_INPUT, REASON_VIEW
+from core.store.models import AnswerRating
+from tests.adapters.slack.test_slack import fake_slack, serve_slack
+from tests.support.fakes.openai_server import FakeOpenAI
+from tests.support.fakes.slack_api import FakeSlack
+from tests.support.fakes.slack_events import (
+    ServedApp,
+    command,
+    feedback_click,
+    mention,
+    new_ts,
+    view_submission,
+)
+
+__all__ = ["fake_slack", "serve_slack"]  # fixtures shared with the Slack tests
+
+StartApp = Callable[..., ServedApp]
+THANKS_UP = "Thanks for the 👍."
+REFUSED = "That answer can no longer be rated."
+
+
+def _buttons(message: dict[str, Any]) -> dict[str, str]:
+    """The feedback buttons' values under a message, by rating."""
+    for block in message.get("blocks") or []:
+        if block.get("type") != "context_actions":
+            continue
+        for element in block["elements"]:
+            if element["type"] == "feedback_buttons" and element["action_id"] == ACTION_ID:
+                return {
+                    "up": element["positive_button"]["value"],
+                    "down": element["negative_button"]["value"],
+                }
+    return {}
+
+
+def _answer(
+    app: ServedApp, fake_slack: FakeSlack, fake_llm: FakeOpenAI, text: str
+) -> dict[str, Any]:
+    """Ask in C1; returns the answer's message (the one with the buttons), once written."""
+    fake_llm.reply(text)
+    root = new_ts()
+    assert app.post_event(mention("why is the build red?", ts=root)).status == 200
+    app.idle()
+    rated = [m for m in fake_slack.posted("C1") if _buttons(m)]
+    assert len(rated) == 1, fake_slack.posted("C1")
+    assert rated[0]["thread_ts"] == root
+    return rated[0]
+
+
+def _ratings(app: ServedApp) -> list[tuple[str, str, str | None, str | None]]:
+    async def read() -> list[tuple[str, str, str | None, str | None]]:
+        async with app.app.db.session() as s:
+            rows = (await s.exec(select(AnswerRating))).all()
+        return [(r.user, r.value, r.reason, r.link) for r in rows]
+
+    return list(app.run(read()))
+
+
+def _count(app: ServedApp) -> int:
+    return int(app.run(app.app.core.feedback.count("slack", "T1")))
+
+
+def _ephemerals(fake_slack: FakeSlack) -> list[tuple[str, str, str]]:
+    return [
+        (c.args["channel"], c.args["user"], c.args["text"])
+        for c in fake_slack.calls("chat.postEphemeral")
+    ]
+
+
+def test_an_answer_gets_the_buttons_and_a_click_is_stored_and_thanked(
+    serve_slack: StartApp, fake_slack: FakeSlack, fake_llm: FakeOpenAI
+) -> None:
+    app = serve_slack()
+    answer = _answer(app, fake_slack, fake_llm, "The linter fails on `api/auth.py`.")
+    assert answer["text"] == "The linter fails on `api/auth.py`."  # streamed, then stopped
+    buttons = _buttons(answer)
+    answer_id = buttons["up"].removeprefix("up:")
+    assert len(answer_id) == 32 and buttons["down"] == f"down:{answer_id}"
+
+    resp = app.post_interaction(feedback_click(answer, "up", user="U2"))
+    assert resp.status == 200 and resp.seconds < 3.0
+    app.idle()
+    assert _ephemerals(fake_slack) == [("C1", "U2", THANKS_UP)]
+    thread_ts = answer["thread_ts"]
+    link = (
+        f"https://slack.com/archives/C1/p{answer['ts'].replace('.', '')}"
+        f"?thread_ts={thread_ts}&cid=C1"
+    )
+    assert _ratings(app) == [("U2", "up", None, link)]
+    assert fake_slack.calls("views.open") == []  # a 👍 asks nothing more
+
+
+def test_commands_and_refusals_get_no_buttons(
+    serve_slack: StartApp, fake_slack: FakeSlack, fake_llm: FakeOpenAI
+) -> None:
+    app = serve_slack()
+    app.post_event(mention("/save the build uses make"))
+    app.post_event(mention("/budget"))  # personal: posted privately, as blocks or not
+    app.idle()
+    assert fake_slack.posted("C1") and not any(_buttons(m) for m in fake_slack.posted("C1"))
+    assert fake_slack.calls("chat.postEphemeral")
+    assert all("blocks" not in c.args for c in fake_slack.calls("chat.postEphemeral"))
+
+
+def test_an_answer_posted_whole_has_the_buttons_under_its_last_part(
+    serve_slack: StartApp, fake_slack: FakeSlack, fake_llm: FakeOpenAI
+) -> None:
+    """A slash command's answer is posted (not streamed), split in parts: the buttons go
+    under the last one, and a click there is rated like any other."""
+    app = serve_slack()
+    fake_llm.reply(("A long paragraph about retries. " * 40 + "\n\n") * 6 + "The end.")
+    app.post_command(command("ask why do retries pile up?"))
+    app.idle()
+    posted = [m for m in fake_slack.posted("C1")]
+    assert len(posted) >= 2
+    assert [bool(_buttons(m)) for m in posted] == [False] * (len(posted) - 1) + [True]
+    assert "The end." in json.dumps(posted[-1]["blocks"])
+    app.post_interaction(feedback_click(posted[-1], "up", user="U3"))
+    app.idle()
+    assert [(u, v) for u, v, _, _ in _ratings(app)] == [("U3", "up")]
+
+
+def test_changing_a_rating_three_times_keeps_one_row_with_the_last_value(
+    serve_slack: StartApp, fake_slack: FakeSlack, fake_llm: FakeOpenAI
+) -> None:
+    app = serve_slack()
+    answer = _answer(app, fake_slack, fake_llm, "Because of the cache.")
+    for rating in ("up", "down", "up"):
+        app.post_interaction(feedback_click(answer, rating, user="U2"))
+        app.idle()
+    assert [(u, v) for u, v, _, _ in _ratings(app)] == [("U2", "up")]
+    assert [text for _, _, text in _ephemerals(fake_slack)] == [
+        THANKS_UP,
+        "Changed your rating to 👎. Thanks.",
+        "Changed your rating to 👍. Thanks.",
+    ]
+
+
+def test_a_down_rating_opens_a_form_whose_reason_is_stored(
+    serve_slack: StartApp, fake_slack: FakeSlack, fake_llm: FakeOpenAI
+) -> None:
+    app = serve_slack()
+    answer = _answer(app, fake_slack, fake_llm, "Restart the runner.")
+    click = feedback_click(answer, "down", user="U2")
+    app.post_interaction(click)
+    app.idle()
+    # The 👎 counts at once (closing the form loses nothing), and the form asks why.
+    assert [(u, v, r) for u, v, r, _ in _ratings(app)] == [("U2", "down", None)]
+    (opened,) = fake_slack.calls("views.open")
+    assert opened.args["trigger_id"] == click["trigger_id"]
+    (view,) = fake_slack.views
+    assert view["callback_id"] == REASON_VIEW
+    assert view["blocks"][0]["element"]["max_length"] == 300
+    assert view["blocks"][0]["optional"] is True
+    assert "Thanks for the 👎" in _ephemerals(fake_slack)[0][2]
+
+    why = "It was\nthe flaky test,\x07 not the runner"
+    sent = app.post_interaction(
+        view_submission(view, {REASON_BLOCK: {REASON_INPUT: why}}, user="U2")
+    )
+    assert sent.status == 200 and sent.body == ""  # an empty ack closes the form
+    app.idle()
+    assert [(u, v, r) for u, v, r, _ in _ratings(app)] == [
+        ("U2", "down", "It was the flaky test, not the runner")
+    ]
+    assert len(_ephemerals(fake_slack)) == 1  # thanked once, for the click
+
+    # Sent empty (the reason is optional), the earlier reason stays.
+    app.post_interaction(view_submission(view, {REASON_BLOCK: {REASON_INPUT: None}}, user="U2"))
+    app.idle()
+    assert _ratings(app)[0][2] == "It was the flaky test, not the runner"
+
+
+def test_a_second_web_process_takes_the_click(
+    serve_slack: StartApp, fake_slack: FakeSlack, fake_llm: FakeOpenAI, database_url: str
+) -> None:
+    answering = serve_slack(settings={"database_url": database_url})
+    other = serve_slack(settings={"database_url": database_url})
+    answer = _answer(answering, fake_slack, fake_llm, "Because of the cache.")
+    other.post_interaction(feedback_click(answer, "down", user="U2"))
+    other.idle()
+    (view,) = fake_slack.views
+    other.post_interaction(
+        view_submission(view, {REASON_BLOCK: {REASON_INPUT: "stale"}}, user="U2")
+    )
+    other.idle()
+    assert [(u, v, r) for u, v, r, _ in _ratings(answering)] == [("U2", "down", "stale")]
+    assert _count(answering) == 1
+    assert _ephemerals(fake_slack)[0][:2] == ("C1", "U2")
+
+
+def test_forged_ids_and_answers_from_another_channel_or_workspace_are_refused(
+    serve_slack: StartApp, fake_slack: FakeSlack, fake_llm: FakeOpenAI
+) -> None:
+    app = serve_slack()
+    answer = _answer(app, fake_slack, fake_llm, "Because of the cache.")
+    answer_id = _buttons(answer)["up"].removeprefix("up:")
+    clicks = [
+        feedback_click(answer, "up", value="up:" + "0" * 32),  # an id nobody was given
+        feedback_click(answer, "up", value="up:../../etc/passwd"),
+        feedback_click(answer, "down", channel="C2"),  # the button seen from elsewhere
+        feedback_click(answer, "up", team="T2"),  # another workspace
+        feedback_click(answer, "up", value=f"meh:{answer_id}"),
+    ]
+    for click in clicks:
+        app.post_interaction(click)
+        app.idle()
+    told = _ephemerals(fake_slack)
+    assert [text for _, _, text in told[:4]] == [REFUSED] * 4
+    assert told[2][0] == "C2"  # told where they clicked
+    assert "👍 or 👎" in told[4][2]
+    assert fake_slack.calls("views.open") == []  # a refused 👎 opens no form
+    # A form whose metadata names another channel rates nothing there either.
+    forged_view = {
+        "type": "modal",
+        "callback_id": REASON_VIEW,
+        "private_metadata": json.dumps(
+            {"answer": answer_id, "channel": "C2", "ts": answer["ts"], "thread_ts": None}
+        ),
+    }
+    app.post_interaction(view_submission(forged_view, {REASON_BLOCK: {REASON_INPUT: "x"}}))
+    app.idle()
+    assert _ephemerals(fake_slack)[-1] == ("C2", "U1", REFUSED)
+    assert _count(app) == 0 and _ratings(app) == []
+    # A request signed with another secret never reaches the listener.
+    forged = app.post_interaction(feedback_click(answer, "up"), secret="not-the-secret")
+    assert forged.status == 401
+    assert _count(app) == 0
+
+
+def test_without_feedback_there_are_no_buttons(
+    serve_slack: StartApp, fake_slack: FakeSlack, fake_llm: FakeOpenAI
+) -> None:
+    app = serve_slack(settings={"feedback": False})
+    fake_llm.reply("Because of the cache.")
+    app.post_event(mention("why?"))
+    app.idle()
+    assert fake_slack.posted("C1") and not any(_buttons(m) for m in fake_slack.posted("C1"))
