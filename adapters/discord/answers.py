@@ -275,7 +275,13 @@ class Answerer:
         conversation = f"cmd-{interaction.id}" if origin.guild_id else str(origin.channel_id)
         attached = (data.get("resolved") or {}).get("attachments") or {}
         files = resolved_files(command_attachment_ids(data), attached, self.config.file_origins)
-        request = to_request(origin, text, thread=conversation, files=files)
+        earlier = None
+        me = interaction.client.user
+        if isinstance(interaction.channel, discord.Thread) and me is not None:
+            # Used inside a thread: the thread's messages before the command are its context.
+            history = self.history(interaction.client)
+            earlier = history.reader(interaction.channel.id, interaction.id, me.id)
+        request = to_request(origin, text, thread=conversation, files=files, earlier=earlier)
         try:
             if not await self._claim(origin.tenant, f"interaction:{interaction.id}"):
                 return

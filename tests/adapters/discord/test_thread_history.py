@@ -234,3 +234,20 @@ async def test_the_model_reads_the_thread_it_was_asked_in(
         assert f"deploy step {n} failed with exit 137" in prompt
     assert "Bob" in prompt
     assert prompt.index("deploy step 3") < prompt.index("what do you make of the above?")
+
+
+async def test_a_command_used_inside_a_thread_reads_it_too(
+    start_bot: StartBot, fake_discord: FakeDiscord
+) -> None:
+    fake, capture = fake_discord, Capture(read_earlier)
+    bot = await start_bot(setup=capture.install)
+    thread = await fake.add_thread("release")
+    fake.seed_messages(thread, 2)
+    used = await fake.slash(
+        fake.alice, "ask", "summarize this", option="question", channel_id=thread
+    )
+    await fake.wait_for(lambda: capture.results)
+    await bot.adapter.idle()
+    assert [m.text for m in capture.results[0]] == ["message 1", "message 2"]
+    [page] = reads(fake, thread)
+    assert page.query["before"] == used.payload["id"]  # what was written before the command
