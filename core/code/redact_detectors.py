@@ -203,9 +203,36 @@ _ABOUT_A_SECRET = re.compile(
 _NUMBER = re.compile(r"[\d.,:+\-]+")
 
 
+# Where a key naming a secret may be: the pair pattern is then matched only from the start of
+# that word (searching with it over whole lines cost ~50 µs a line).
+_SECRET_WORDS = ("pass", "pwd", "secret", "token", "key", "credential", "contrase")
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def _pairs(line: str) -> Iterator[re.Match[str]]:
+    low = line.lower()
+    starts: set[int] = set()
+    for word in _SECRET_WORDS:
+        pos = low.find(word)
+        while pos >= 0:
+            start = pos
+            while start > 0 and line[start - 1] in _KEY_CHARS:
+                start -= 1
+            starts.add(start)
+            pos = low.find(word, pos + len(word))
+    done = -1
+    for start in sorted(starts):
+        if start < done:
+            continue
+        m = _LOG_PAIR.match(line, start)
+        if m is not None:
+            done = m.end()
+            yield m
+
+
 def log_pair(line: str) -> Iterator[str]:
     """Values of secret-named keys in a log or text line, unquoted ones included."""
-    for m in _LOG_PAIR.finditer(line):
+    for m in _pairs(line):
         name, value = m.group(1), m.group(3)
         if _ABOUT_A_SECRET.search(name) or _HASH_NAME.search(name):
             continue

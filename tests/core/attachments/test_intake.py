@@ -210,3 +210,15 @@ async def test_audio_without_a_transcription_model_is_named() -> None:
         "up for this model's provider), so I could not listen to it."
     ]
     assert intake.question("") == ""
+
+
+async def test_a_private_key_cut_in_half_by_the_excerpt_is_still_redacted() -> None:
+    body = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj"
+    key = ["-----BEGIN PRIVATE KEY-----", *[body] * 60, "-----END PRIVATE KEY-----"]
+    filler = [f"INFO line {i}" for i in range(3_000)]
+    log = "\n".join([*filler, *key, *filler[:100]])  # the tail starts inside the key
+    limits = AttachmentLimits(context_share=0.05)  # a small share: the cut goes through the key
+    intake = await read([served("dump.log", log.encode())], limits)
+    [block] = intake.blocks
+    assert "[redacted secret]" in block and "[... lines " in block
+    assert body not in block
