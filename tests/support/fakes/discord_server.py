@@ -431,15 +431,18 @@ class FakeDiscord:
         *,
         authors: Sequence[User] = (),
         text: str = "message {n}",
+        files: Sequence[FakeFile] = (),
     ) -> list[Message]:
         """`count` messages people wrote in `channel_id` before now (no events: they are only
-        in the channel's history), oldest first; authors take turns, `text` numbered from 1."""
+        in the channel's history), oldest first; authors take turns, `text` numbered from 1,
+        `files` attached to each."""
         writers = list(authors) or [self.alice]
         out = []
         for n in range(1, count + 1):
             message = self._message(channel_id, writers[(n - 1) % len(writers)], "")
             message["content"] = text.format(n=n)
             message["guild_id"] = self.guild_of(channel_id)
+            self._attach(message, files, voice=False)
             self.user_messages[message["id"]] = message
             out.append(message)
         return out
