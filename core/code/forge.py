@@ -75,6 +75,16 @@ class Forge:
             return f"{self.base}/src/{commit}/{where}#lines-{start}" + ("" if one else f":{end}")
         return f"{self.base}/src/commit/{commit}/{where}#L{start}" + ("" if one else f"-L{end}")
 
+    def commit_link(self, commit: str) -> str | None:
+        """The page of one commit; None for a commit that is not a hex object name."""
+        if not _COMMIT.match(commit):
+            return None
+        if self.kind == "gitlab":
+            return f"{self.base}/-/commit/{commit}"
+        if self.kind == "bitbucket":
+            return f"{self.base}/commits/{commit}"
+        return f"{self.base}/commit/{commit}"  # GitHub, Gitea and Forgejo
+
 
 def parse_remote(remote: str) -> Remote | None:
     """The host and repository path of a git remote URL, credentials dropped; None for a

@@ -5,13 +5,13 @@ the remote is a known forge."""
 from __future__ import annotations
 
 import asyncio
-import re
 import subprocess
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from core.code.forge import Forge, forge_of
 from core.digest.kinds.base import DigestContent, DigestContext, Kind, clip, register
 
 MAX_COMMITS = 200  # per repository and period
@@ -26,21 +26,6 @@ class Commit:
     author: str
     subject: str
     areas: set[str] = field(default_factory=set)
-
-
-def web_url(remote: str) -> str | None:
-    """`git@github.com:o/r.git` or `https://gitlab.com/o/r` -> `https://host/o/r` for hosts
-    whose commit pages live at `/commit/SHA`; None for anything else (no guessed links)."""
-    remote = remote.strip()
-    m = re.match(r"^(?:git@|ssh://git@)([^:/]+)[:/](.+?)(?:\.git)?/?$", remote) or re.match(
-        r"^https?://(?:[^@/]+@)?([^/]+)/(.+?)(?:\.git)?/?$", remote
-    )
-    if m is None:
-        return None
-    host, path = m[1].lower(), m[2]
-    if not any(h in host for h in ("github", "gitlab", "codeberg", "gitea", "bitbucket")):
-        return None
-    return f"https://{host}/{path}"
 
 
 def _git(root: Path, *args: str) -> str:
@@ -59,8 +44,9 @@ def _git(root: Path, *args: str) -> str:
     return result.stdout
 
 
-def read_log(root: Path, start: datetime, end: datetime) -> tuple[list[Commit], str | None]:
-    """Commits committed in (start, end], newest first, and the web URL of the remote."""
+def read_log(root: Path, start: datetime, end: datetime) -> tuple[list[Commit], Forge | None]:
+    """Commits committed in (start, end], newest first, and the forge of the remote (None:
+    not a forge Threadline can link to)."""
     out = _git(
         root,
         "log",
@@ -84,10 +70,10 @@ def read_log(root: Path, start: datetime, end: datetime) -> tuple[list[Commit], 
                 commit.areas.add(path.split("/", 1)[0] if "/" in path else "(top level)")
         commits.append(commit)
     try:
-        remote = web_url(_git(root, "config", "--get", "remote.origin.url"))
+        forge = forge_of(_git(root, "config", "--get", "remote.origin.url"))
     except RuntimeError:
-        remote = None
-    return commits, remote
+        forge = None
+    return commits, forge
 
 
 async def collect(ctx: DigestContext) -> DigestContent:
@@ -107,7 +93,7 @@ async def collect(ctx: DigestContext) -> DigestContent:
             notes.append(f"{repo.name}: not a git checkout, no history to read.")
             continue
         try:
-            commits, url = await asyncio.to_thread(read_log, root, ctx.start, ctx.end)
+            commits, forge = await asyncio.to_thread(read_log, root, ctx.start, ctx.end)
         except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
             notes.append(f"{repo.name}: the git log could not be read ({clip(str(exc), 120)}).")
             continue
@@ -129,7 +115,8 @@ async def collect(ctx: DigestContext) -> DigestContent:
                 break
             lines.append(f"- `{area}` ({len(items)})")
             for c in items[:5]:
-                link = f" ([{c.sha[:8]}]({url}/commit/{c.sha}))" if url else f" (`{c.sha[:8]}`)"
+                url = forge.commit_link(c.sha) if forge is not None else None
+                link = f" ([{c.sha[:8]}]({url}))" if url else f" (`{c.sha[:8]}`)"
                 lines.append(f"  - {clip(c.subject, 100)} — {c.author}{link}")
                 shown += 1
             if len(items) > 5:

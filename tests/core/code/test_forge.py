@@ -133,3 +133,19 @@ def test_the_forge_hosts_setting() -> None:
     }
     with pytest.raises(ValueError, match="THREADLINE_FORGE_HOSTS"):
         parse_forge_hosts("git.example.org=sourcehut")
+
+
+@pytest.mark.parametrize(
+    ("remote", "page"),
+    [
+        ("git@github.com:acme/api.git", "https://github.com/acme/api/commit/"),
+        ("https://gitlab.com/acme/api", "https://gitlab.com/acme/api/-/commit/"),
+        ("git@bitbucket.org:acme/api.git", "https://bitbucket.org/acme/api/commits/"),
+        ("https://codeberg.org/acme/api.git", "https://codeberg.org/acme/api/commit/"),
+    ],
+)
+def test_each_forge_links_to_a_commit_page(remote: str, page: str) -> None:
+    forge = forge_of(remote)
+    assert forge is not None
+    assert forge.commit_link("a" * 40) == page + "a" * 40
+    assert forge.commit_link("not-a-sha") is None
