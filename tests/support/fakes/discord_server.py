@@ -6,6 +6,8 @@ websocket speaking the real protocol, driven by the real discord.py client.
     msg = await fake.post_message(fake.alice, fake.general, "<@bot> why?")   # MESSAGE_CREATE
     await fake.wait_for(lambda: fake.messages_in(thread_id))                 # recorded, no sleep
     inter = await fake.slash(fake.alice, "budget")                           # INTERACTION_CREATE
+    click = await fake.click(fake.alice, posted, "tl:fb:down:…")             # a button
+    await fake.submit_modal(fake.alice, click, {"reason": "stale"})          # the form it opened
     await fake.disconnect(replay=1)      # drop the socket; the resume re-delivers one event
 
 What it is careful about, because discord.py 2.7.1 depends on it:
@@ -88,6 +90,7 @@ SINGLE_AUDIO = "Voice messages must have a single audio attachment"
 INTERACTION_WINDOW = 3.0  # seconds Discord allows before the first interaction response
 NONCE_WINDOW = 300.0  # seconds Discord remembers an enforced nonce ("a few minutes")
 DEFERRED_UPDATE_MESSAGE, UPDATE_MESSAGE = 6, 7  # interaction callbacks for component clicks
+MODAL = 9  # an interaction callback that opens a form (a modal) instead of a message
 
 
 @dataclass
@@ -141,6 +144,7 @@ class InteractionState:
     callback_type: int | None = None
     deferred_ephemeral: bool = False
     original: Posted | None = None
+    modal: dict[str, Any] | None = None  # the form a MODAL callback opened
     followups: list[Posted] = field(default_factory=list)
 
     @property
@@ -463,6 +467,14 @@ class FakeDiscord:
             data["guild_id"] = message["guild_id"]
         await self.dispatch("MESSAGE_DELETE", data, dm="guild_id" not in message)
 
+    async def bulk_delete(self, channel_id: str, message_ids: Sequence[str]) -> None:
+        """A moderator deletes several messages at once (MESSAGE_DELETE_BULK)."""
+        for message_id in message_ids:
+            self.user_messages.pop(message_id, None)
+        data = {"ids": list(message_ids), "channel_id": channel_id}
+        data["guild_id"] = self.guild_of(channel_id)
+        await self.dispatch("MESSAGE_DELETE_BULK", data)
+
     def cdn_url(self, path: str, signature: str) -> str:
         """A signed CDN URL, as Discord's (`ex`, `is`, `hm` in the query)."""
         return f"{self.api_url}/attachments/{path}?ex=6790f1a4&is=678fa024&hm={signature}&"
@@ -618,6 +630,44 @@ class FakeDiscord:
             "attachment_size_limit": self.upload_limit,
         }
         state = InteractionState(payload, created=time.monotonic())
+        self.interactions[payload["id"]] = state
+        await self.dispatch("INTERACTION_CREATE", dict(payload))
+        return state
+
+    async def submit_modal(
+        self, user: User, opened: InteractionState, values: dict[str, str]
+    ) -> InteractionState:
+        """`user` sends the form that the interaction `opened` answered with (a MODAL
+        callback), its text inputs filled with `values` by custom_id (INTERACTION_CREATE of
+        type MODAL_SUBMIT, carrying the message whose button opened the form)."""
+        modal = opened.modal
+        if modal is None:
+            raise AssertionError("that interaction opened no form")
+        rows = [
+            {
+                "type": 1,
+                "components": [
+                    {
+                        "type": 4,
+                        "custom_id": c["custom_id"],
+                        "value": values.get(c["custom_id"], ""),
+                    }
+                    for c in row.get("components", [])
+                ],
+            }
+            for row in modal.get("components", [])
+        ]
+        member = dict(self.members[user["id"]])
+        member["permissions"] = "1071698660929"
+        payload: dict[str, Any] = {
+            **opened.payload,
+            "id": self._id(),
+            "type": 5,
+            "data": {"custom_id": modal["custom_id"], "components": rows},
+            "member": member,
+            "token": secrets.token_urlsafe(24),
+        }
+        state = InteractionState(cast(Interaction, payload), created=time.monotonic())
         self.interactions[payload["id"]] = state
         await self.dispatch("INTERACTION_CREATE", dict(payload))
         return state
@@ -1126,6 +1176,8 @@ class FakeDiscord:
         state.deferred_ephemeral = bool(flags & EPHEMERAL)
         if kind in (DEFERRED_UPDATE_MESSAGE, UPDATE_MESSAGE):
             return await self._update_component_message(call, state, kind, body)
+        if kind == MODAL:
+            return self._open_modal(call, state, body)
         content = str((body.get("data") or {}).get("content") or "")
         state.original = Posted(
             self._id(),
@@ -1153,6 +1205,33 @@ class FakeDiscord:
                 "resource": {"type": kind, "message": message},
             },
         )
+
+    def _open_modal(
+        self, call: Call, state: InteractionState, body: dict[str, Any]
+    ) -> web.Response:
+        """A MODAL callback: the form (checked against Discord's limits) is shown to the
+        person who clicked; no message is made."""
+        data = body.get("data") or {}
+        inputs = [c for row in data.get("components") or [] for c in row.get("components", [])]
+        bad = (
+            state.payload["type"] not in (2, 3)
+            or not 0 < len(str(data.get("title") or "")) <= 45
+            or not 0 < len(str(data.get("custom_id") or "")) <= 100
+            or not 0 < len(inputs) <= 5
+            or any(
+                c.get("type") != 4
+                or not 0 < len(str(c.get("label") or "")) <= 45
+                or not 0 < int(c.get("max_length", 4000)) <= 4000
+                for c in inputs
+            )
+        )
+        if bad:
+            return json_response(400, {"message": "Invalid Form Body", "code": 50035})
+        state.modal = data
+        if call.query.get("with_response") not in ("1", "true", "True"):
+            return empty_response()
+        interaction = {"id": state.payload["id"], "type": state.payload["type"]}
+        return json_response(200, {"interaction": interaction, "resource": {"type": MODAL}})
 
     async def _update_component_message(
         self, call: Call, state: InteractionState, kind: int, body: dict[str, Any]
@@ -1194,7 +1273,7 @@ class FakeDiscord:
     async def _followup(self, call: Call) -> web.Response:
         token = call.path.split("/")[3]
         state = self._interaction_by_token(token)
-        if state is None or state.callback_type is None:
+        if state is None or state.callback_type is None or state.callback_type == MODAL:
             return json_response(404, {"message": "Unknown Webhook", "code": 10015})
         body = call.body or {}
         problem = self._check_content(body, call.files)
@@ -1207,6 +1286,7 @@ class FakeDiscord:
             original.loading = False
             original.content = body.get("content") or ""
             original.files = call.files
+            original.components = list(body.get("components") or [])
             original.written_at = self.edit_clock()
             self.posts.append(original)
             return json_response(200, self._bot_message(original))
@@ -1221,6 +1301,7 @@ class FakeDiscord:
             posted_at=self.edit_clock(),
         )
         posted.written_at = posted.posted_at
+        posted.components = list(body.get("components") or [])
         state.followups.append(posted)
         self.posts.append(posted)
         return json_response(200, self._bot_message(posted))
