@@ -88,6 +88,7 @@ def build_app(
     from bot.platforms import builtin_platforms
     from core.agent import Agent
     from core.agent.thread_context import ThreadContextConfig
+    from core.attachments import AttachmentReader
     from core.code.answers import offline_answer
     from core.code.checkout import CodeLinks
     from core.commands import CommandRegistry
@@ -238,6 +239,7 @@ def build_app(
         metrics=metrics,
         clock=clock,
         offline_answer=offline_answer(code.repos, code.search),
+        attachments=AttachmentReader(settings.attachment_limits()),
         voice=voice,
         # Due well after any request's deadline: only a process that died leaves it armed.
         cut_notes=CutNotes(
@@ -444,5 +446,7 @@ def _openai_model(resolved: ResolvedProvider) -> ChatModel:
             compact_threshold=resolved.compact_threshold,
             max_tokens_param=resolved.max_tokens_param,
             stream=resolved.stream,
+            vision=resolved.vision,
+            transcription_model=resolved.transcription_model,
         )
     )

@@ -56,6 +56,12 @@ class ProviderSettings(BaseModel):
         description="Stream answers as they are written; `false` for endpoints that cannot "
         "(default: `LLM_STREAM`)",
     )
+    vision: bool | None = Field(None, description="The model reads images (default: `LLM_VISION`)")
+    transcription_model: str | None = Field(
+        None,
+        description="Model of the provider's `/audio/transcriptions` endpoint, e.g. `whisper-1` "
+        "(default for the active provider: `LLM_TRANSCRIPTION_MODEL`; none: no transcription)",
+    )
 
 
 class ResolvedProvider(BaseModel):
@@ -70,3 +76,5 @@ class ResolvedProvider(BaseModel):
     compact_threshold: float
     max_tokens_param: MaxTokensParam
     stream: bool
+    vision: bool = False
+    transcription_model: str | None = None

@@ -50,7 +50,7 @@ from core.code.forge import ForgeKind, parse_forge_hosts
 from core.mcp.config import McpServerSettings, check_server_names
 
 if TYPE_CHECKING:
-    pass
+    from core.attachments.limits import AttachmentLimits
 
 DEFAULT_POLICY_FILE = CONFIG_DIR / "policy.toml"
 
@@ -158,6 +158,64 @@ class Settings(BaseSettings):
         description="Requests one process answers at once; more wait their turn in arrival order "
         "(the `threadline_requests_queued` gauge) instead of competing for database connections",
     )
+    # Files attached to a message (core/attachments): what is read of them.
+    attachments_max_file_bytes: int = Field(
+        10 * 1024 * 1024,
+        validation_alias=_alias("THREADLINE_ATTACHMENTS_MAX_FILE", "attachments_max_file_bytes"),
+        description="Largest attached file read (bytes, or `KB`/`MB` in 1,024s); at most this "
+        "much is downloaded, whatever size the platform claims; larger files are named in a notice",
+    )
+    attachments_max_message_bytes: int = Field(
+        25 * 1024 * 1024,
+        validation_alias=_alias(
+            "THREADLINE_ATTACHMENTS_MAX_MESSAGE", "attachments_max_message_bytes"
+        ),
+        description="All files of one message together (bytes, or `KB`/`MB`); what does not fit "
+        "is named in a notice",
+    )
+    attachments_max_files: int = Field(
+        10,
+        ge=0,
+        le=100,
+        validation_alias=_alias("THREADLINE_ATTACHMENTS_MAX_FILES", "attachments_max_files"),
+        description="Files read per message (0: none); the others are named in a notice",
+    )
+    attachments_max_unpacked_bytes: int = Field(
+        50 * 1024 * 1024,
+        validation_alias=_alias(
+            "THREADLINE_ATTACHMENTS_MAX_UNPACKED", "attachments_max_unpacked_bytes"
+        ),
+        description="What a `.gz` file may become once decompressed (bytes, or `KB`/`MB`); "
+        "the rest is not read and the reply says so",
+    )
+    attachments_fetch_timeout: float = Field(
+        20.0,
+        gt=0,
+        le=600,
+        validation_alias=_alias(
+            "THREADLINE_ATTACHMENTS_FETCH_TIMEOUT", "attachments_fetch_timeout"
+        ),
+        description="Seconds the downloads of one message's files may take (all at once)",
+    )
+    attachments_context_share: float = Field(
+        0.3,
+        gt=0,
+        le=0.8,
+        validation_alias=_alias(
+            "THREADLINE_ATTACHMENTS_CONTEXT_SHARE", "attachments_context_share"
+        ),
+        description="Share of the model's context window all attached files may take together; "
+        "a longer text keeps its start, end and the lines around its first errors",
+    )
+    attachments_image_max_edge: int = Field(
+        1568,
+        ge=64,
+        le=8192,
+        validation_alias=_alias(
+            "THREADLINE_ATTACHMENTS_IMAGE_MAX_EDGE", "attachments_image_max_edge"
+        ),
+        description="Images for a model that can see are scaled down to this longest edge (pixels)",
+    )
     # Under the usual 30 s a platform waits before it kills the process.
     shutdown_grace: float = Field(
         25.0,
@@ -259,6 +317,17 @@ class Settings(BaseSettings):
         description="Stream answers as the model writes them (`stream=true` with usage); an "
         "endpoint that refuses streaming is asked without it from then on (per provider: "
         "`stream`)",
+    )
+    llm_vision: bool = Field(
+        False,
+        description="The model reads images: attached images go to it (scaled down); off, the "
+        "reply says it cannot read them (per provider: `vision`)",
+    )
+    llm_transcription_model: str | None = Field(
+        None,
+        description="The provider's `/audio/transcriptions` model (e.g. `whisper-1`): voice "
+        "messages and audio files are transcribed with it; empty: they cannot be (per provider: "
+        "`transcription_model`)",
     )
     providers: dict[str, ProviderSettings] = Field(
         {}, description="Named LLM endpoints: `[providers.NAME]` tables of the settings file"
@@ -521,6 +590,34 @@ class Settings(BaseSettings):
     def _upload_limit(cls, value: object) -> int:
         return parse_size(value, "DISCORD_UPLOAD_LIMIT")
 
+    @field_validator(
+        "attachments_max_file_bytes",
+        "attachments_max_message_bytes",
+        "attachments_max_unpacked_bytes",
+        mode="before",
+    )
+    @classmethod
+    def _attachment_size(cls, value: object, info: Any) -> int:
+        env = {
+            "attachments_max_file_bytes": "THREADLINE_ATTACHMENTS_MAX_FILE",
+            "attachments_max_message_bytes": "THREADLINE_ATTACHMENTS_MAX_MESSAGE",
+            "attachments_max_unpacked_bytes": "THREADLINE_ATTACHMENTS_MAX_UNPACKED",
+        }
+        return parse_size(value, env.get(str(info.field_name), str(info.field_name)))
+
+    def attachment_limits(self) -> AttachmentLimits:
+        from core.attachments.limits import AttachmentLimits
+
+        return AttachmentLimits(
+            max_file_bytes=self.attachments_max_file_bytes,
+            max_message_bytes=self.attachments_max_message_bytes,
+            max_files=self.attachments_max_files,
+            max_unpacked_bytes=self.attachments_max_unpacked_bytes,
+            fetch_timeout=self.attachments_fetch_timeout,
+            context_share=self.attachments_context_share,
+            image_max_edge=self.attachments_image_max_edge,
+        )
+
     @field_validator("discord_shard_count", "discord_shards", mode="before")
     @classmethod
     def _shards(cls, value: object, info: Any) -> str | None:
@@ -673,6 +770,9 @@ class Settings(BaseSettings):
             compact_threshold=base.compact_threshold or self.llm_compact_threshold,
             max_tokens_param=base.max_tokens_param or self.llm_max_tokens_param,
             stream=base.stream if base.stream is not None else self.llm_stream,
+            vision=base.vision if base.vision is not None else self.llm_vision,
+            transcription_model=base.transcription_model
+            or (self.llm_transcription_model if overrides else None),
         )
 
 

@@ -22,11 +22,13 @@ from core.streaming import Finished, ReplyEvent, ReplySink, Status, TextDelta, f
 
 if TYPE_CHECKING:
     from core.agent import Agent
+    from core.attachments import AttachmentReader, Intake
     from core.events import EventLedger
     from core.llm.usage import UsageRecorder
     from core.metrics import Metrics
     from core.outbox.cut import CutNotes
     from core.quotas import QuotaLedger
+    from core.request import IncomingFile
     from core.tts.service import VoiceService
 
 log = logging.getLogger(__name__)
@@ -105,6 +107,7 @@ class Core:
         metrics: Metrics | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         offline_answer: Callable[[ToolSession, str], Awaitable[Reply | None]] | None = None,
+        attachments: AttachmentReader | None = None,
         voice: VoiceService | None = None,
         cut_notes: CutNotes | None = None,
     ) -> None:
@@ -130,6 +133,8 @@ class Core:
             metrics.watch_waiting(self._threads.waiting)
             metrics.watch_queued(self._slots.queued)
         self._offline_answer = offline_answer
+        # Reads the files attached to a message (`core.attachments`); None: default limits.
+        self.attachments = attachments
         self.voice = voice
         # Adapters arm one while an answer is visible but unfinished (`core.outbox.cut`).
         self.cut_notes = cut_notes
@@ -223,7 +228,7 @@ class Core:
         session = open_session(request, self.policy)
         deadline = RequestDeadline(self._limits.deadline)
         text = request.text.strip()
-        if not text:
+        if not text and not request.files:
             ctx = self._command_context(session, deadline, None, None)
             return Reply(messages.EMPTY_MESSAGE_HINT + "\n\n" + cmd.help_text(ctx), ephemeral=True)
         parsed = cmd.parse(text)
@@ -231,12 +236,20 @@ class Core:
             async with deadline.limit:
                 if parsed is None:
                     return await self._ask(
-                        session, text, progress, events, deadline, earlier=request.earlier
+                        session,
+                        text,
+                        progress,
+                        events,
+                        deadline,
+                        earlier=request.earlier,
+                        files=request.files,
                     )
                 command = self.commands.get(parsed.name)
                 if command is not None and not command.timed:
                     deadline.limit.reschedule(None)
-                ctx = self._command_context(session, deadline, progress, events, request.earlier)
+                ctx = self._command_context(
+                    session, deadline, progress, events, request.earlier, request.files
+                )
                 return await self.commands.run(ctx, parsed)
         except TimeoutError:
             if not deadline.limit.expired():
@@ -260,6 +273,7 @@ class Core:
         skills: Sequence[str] = (),
         *,
         earlier: ThreadReader | None = None,
+        files: Sequence[IncomingFile] = (),
     ) -> Reply:
         session.require("ask")
         agent = self.agent_for(session)
@@ -269,18 +283,50 @@ class Core:
                 if reply is not None:
                     return reply
             return Reply(messages.NO_MODEL, ok=False)
+        intake = await self._read_files(agent, files, text) if files else None
+        if intake is not None:
+            from core.attachments import notices
+
+            text = intake.question(text)
+            if not text and not intake.read_any:
+                return Reply(notices.NOTHING_READ, ok=False, notices=tuple(intake.notices))
+            text = text or notices.NO_TEXT_QUESTION
         from core.tts.tool import asks_for_voice
 
         session.effects.voice_asked = self.voice is not None and asks_for_voice(text)
         async with self._threads.hold(session.conversation):
             with deadline.lifted():
                 reply = await agent.answer(
-                    session, text, progress, skills=skills, events=events, earlier=earlier
+                    session,
+                    text,
+                    progress,
+                    skills=skills,
+                    events=events,
+                    earlier=earlier,
+                    attached=intake,
                 )
-        if session.effects.speak:
-            # The model asked (through the `speak` tool) for its answer to be read aloud.
+        if intake is not None and intake.notices:
+            reply = replace(reply, notices=(*intake.notices, *reply.notices))
+        spoken = intake is not None and bool(intake.spoken)
+        if session.effects.speak or spoken:
+            # The model asked (through the `speak` tool) for its answer to be read aloud, or
+            # the question was a voice message: a voice reply, where voice replies are set up.
             reply = await self._attach_voice(session, reply, text, deadline)
         return reply
+
+    async def _read_files(self, agent: Agent, files: Sequence[IncomingFile], text: str) -> Intake:
+        """The message's files, read for `agent`'s model within its window."""
+        from core.attachments import AttachmentReader
+
+        reader = self.attachments or AttachmentReader()
+        return await reader.read(
+            files,
+            spec=agent.model.spec,
+            window=agent.compaction.window,
+            count=agent.counter.count_text,
+            chars_per_token=agent.counter.chars_per_token,
+            question=text,
+        )
 
     async def _attach_voice(
         self, session: ToolSession, reply: Reply, title: str, deadline: RequestDeadline
@@ -307,10 +353,11 @@ class Core:
         progress: Progress | None,
         events: ReplySink | None,
         earlier: ThreadReader | None = None,
+        files: Sequence[IncomingFile] = (),
     ) -> cmd.CommandContext:
         async def ask(text: str, *, skills: Sequence[str] = ()) -> Reply:
             return await self._ask(
-                session, text, progress, events, deadline, skills, earlier=earlier
+                session, text, progress, events, deadline, skills, earlier=earlier, files=files
             )
 
         voice = self.voice

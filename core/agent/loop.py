@@ -44,6 +44,7 @@ from core.tools.dispatcher import Dispatcher, cap
 from core.tools.result import seen
 
 if TYPE_CHECKING:
+    from core.attachments import Intake
     from core.llm.chat import Message, ToolSchema
 
 log = logging.getLogger(__name__)
@@ -73,8 +74,8 @@ class Agent:
         counter: TokenCounter | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         deadline: float = DEFAULT_DEADLINE,
-        thread: ThreadContextConfig = DEFAULT_CONFIG,
         links: Links | None = None,
+        thread: ThreadContextConfig = DEFAULT_CONFIG,
     ) -> None:
         self.model = model
         self.deadline = deadline
@@ -120,13 +121,22 @@ class Agent:
         skills: Sequence[str] = (),
         events: ReplySink | None = None,
         earlier: ThreadReader | None = None,
+        attached: Intake | None = None,
     ) -> Reply:
         """Answer `text` in the session's thread. `skills` (a user ran `/skill NAME`) are
         loaded before the model is called, so running one never depends on the model.
         `events` receives the answer's words as they are written and the tool steps;
-        `earlier` reads the thread's messages before this one (`core.agent.thread_context`)."""
+        `earlier` reads the thread's messages before this one (`core.agent.thread_context`);
+        `attached` is what the message's files give the model (`core.attachments`)."""
         await self._metered.ready()
-        turn = Turn(messages=[{"role": "user", "content": text}], tool_calls=[], notices=[])
+        # The message's files (`core.attachments`) go with the question; the thread keeps the
+        # text of them and a placeholder for each image, never image bytes.
+        question: Message = {"role": "user", "content": text}
+        kept: Message = question
+        if attached is not None:
+            question = attached.message(text)
+            kept = {"role": "user", "content": attached.stored(text)}
+        turn = Turn(messages=[question], tool_calls=[], notices=[])
         writer = _Writer(events)
         turn.expires_at = self._clock() + timedelta(seconds=self.deadline) + RESERVATION_MARGIN
         # One deadline for the whole request: a hung model call or a slow tool must not keep
@@ -137,7 +147,7 @@ class Agent:
                 history = await self._history.load(session.conversation)
                 # The question is kept at once: a process killed mid-answer (whose words were
                 # already on screen) must not leave the thread without what was asked.
-                await self._history.append(session.conversation, turn.messages[:1])
+                await self._history.append(session.conversation, [kept])
                 parts = await self.context.prepare(session, text, history, turn, skills, earlier)
                 reply = await self._loop(session, history, turn, parts, progress, writer)
         except TimeoutError:
