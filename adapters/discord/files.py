@@ -33,6 +33,7 @@ CHUNK = 64 * 1024
 DEFAULT_MIME = "application/octet-stream"
 PLATFORM_NAME = "Discord"
 UNAVAILABLE = "Discord did not serve it; it may have been deleted"
+IDENTITY = {"Accept-Encoding": "identity"}
 
 Origin = tuple[str, str, int]
 
@@ -103,10 +104,13 @@ class CdnFetch:
 
     async def _download(self, url: yarl.URL, max_bytes: int) -> bytes:
         # A session of its own: no bot token, no cookies, no proxy settings from the
-        # environment, and no redirects (a 3xx is an error, wherever it points).
+        # environment, and no redirects (a 3xx is an error, wherever it points). The bytes
+        # are asked for as stored (nothing to decompress past the cap).
         async with (
             aiohttp.ClientSession(trust_env=False) as session,
-            session.get(url, allow_redirects=False, auto_decompress=False) as response,
+            session.get(
+                url, allow_redirects=False, auto_decompress=False, headers=IDENTITY
+            ) as response,
         ):
             if response.status != 200:
                 log.info(

@@ -140,6 +140,9 @@ async def test_a_file_on_a_mention_reaches_core_and_downloads_from_the_cdn(
     assert capture.results == [[LOG]]
     (download,) = fake.cdn_requests
     assert download.path.endswith("/importer.log") and download.query["hm"]
+    (headers,) = fake.cdn_headers
+    assert "Authorization" not in headers and "Cookie" not in headers  # no credentials
+    assert headers["Accept-Encoding"] == "identity"  # the bytes as stored
     assert "url=" not in repr(file) and "hm=" not in repr(file)  # the signed URL stays hidden
     assert fake.unhandled == []
 

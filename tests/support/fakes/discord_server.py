@@ -222,6 +222,7 @@ class FakeDiscord:
         # The CDN: attachment path -> its bytes; every download asked for, query included.
         self.cdn: dict[str, CdnObject] = {}
         self.cdn_requests: list[Call] = []
+        self.cdn_headers: list[dict[str, str]] = []  # the headers of each download
         self.cdn_chunked = False  # send files without Content-Length (a stream)
         self.cdn_held: asyncio.Event | None = None  # set: downloads wait for it
         self.cdn_redirect: str | None = None  # set: downloads are answered 302 to there
@@ -1009,6 +1010,7 @@ class FakeDiscord:
         path = request.match_info["path"]
         call = Call("GET", f"/attachments/{path}", dict(request.query), None, [], time.monotonic())
         self.cdn_requests.append(call)
+        self.cdn_headers.append(dict(request.headers))
         await self.changed()
         stored = self.cdn.get(path)
         if stored is None or request.query.get("hm") != stored.signature:
