@@ -43,6 +43,29 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[No
     yield
 
 
+@pytest.fixture(autouse=True, scope="session")
+def one_tls_context() -> Iterator[None]:
+    """One default TLS context for the whole session instead of one per HTTP client.
+
+    Every `openai` client (and MCP's) makes an HTTP client, and each of those loads the CA bundle
+    into a new TLS context: 0.1 to 0.3 s apiece, paid by nearly every test that builds a bot,
+    though tests only speak plain HTTP to 127.0.0.1. The context is the same every time (the
+    bundle named by the environment, which no test changes), so the session loads it once.
+    """
+    try:
+        import httpcore2
+    except ImportError:  # an HTTP stack without it: nothing to share
+        yield
+        return
+    import functools
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            httpcore2, "default_ssl_context", functools.cache(httpcore2.default_ssl_context)
+        )
+        yield
+
+
 @pytest.fixture
 def clock(request: pytest.FixtureRequest) -> Clock:
     """The clock to hand every component: pinned at `PINNED`, or at each instant for a test
