@@ -256,6 +256,7 @@ class Agent:
                 turn.locations += seen(outcome.locations, self.context.max_tool_result_chars())
                 if outcome.skill is not None:
                     turn.skills_loaded.append(outcome.skill)
+                turn.found_facts += outcome.facts
                 if excess and i == len(calls) - 1:
                     content += "\n" + messages.TOOL_CALLS_DROPPED.format(
                         extra=len(excess), n=tool_budget
@@ -342,7 +343,7 @@ class Agent:
         except Exception:
             log.warning("no links for the sources of %s", session.request_id, exc_info=True)
             code = await code_sources(session, text, turn.locations, None)
-        facts = [Fact(scope, fact) for scope, fact in turn.facts]
+        facts = [Fact(scope, fact) for scope, fact in (*turn.facts, *turn.found_facts)]
         return (*code, *memory_sources(text, facts), *skill_sources(turn.skills_loaded))
 
     def _exhausted_text(self, exc: BudgetExhausted) -> str:

@@ -38,4 +38,5 @@ class Turn:
     # skills loaded in this turn.
     locations: list[CodeLocation] = field(default_factory=list)
     facts: tuple[tuple[str, str], ...] = ()
+    found_facts: list[tuple[str, str]] = field(default_factory=list)  # by search_memory
     skills_loaded: list[str] = field(default_factory=list)

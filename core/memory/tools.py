@@ -14,6 +14,7 @@ from core.errors import PermissionDenied, ToolError
 from core.memory.facts import MAX_FACT_CHARS, MemoryRefusal, MemoryStore, one_line
 from core.tools.context import ToolContext
 from core.tools.registry import Tool, ToolArgs, tool
+from core.tools.result import ToolResult
 
 MAX_SEARCH_RESULTS = 20
 
@@ -60,17 +61,18 @@ def memory_tools(store: MemoryStore) -> list[Tool]:
         return f"Already known as #{item.id} ({item.scope} scope); nothing new was stored."
 
     @tool(permission="memory.read", activity="Searching memory for `{query}`")
-    async def search_memory(ctx: ToolContext, args: SearchMemoryArgs) -> str:
+    async def search_memory(ctx: ToolContext, args: SearchMemoryArgs) -> str | ToolResult:
         """Search the team's long-term memory (facts saved with /save or save_memory) that is
         visible in this conversation. Use it when a question may depend on a team convention,
         decision or preference that is not already in the conversation."""
         found = await store.search(ctx.session, args.query, args.k)
         if not found:
             return "No saved memory matches."
-        return "\n".join(
+        text = "\n".join(
             f"#{it.id} [{it.scope}] {one_line(it.text)} (saved by {it.author}, "
             f"{it.created_at:%Y-%m-%d})"
             for it, _score in found
         )
+        return ToolResult(text, facts=tuple((it.scope, it.text) for it, _score in found))
 
     return [save_memory, search_memory]

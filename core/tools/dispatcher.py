@@ -95,6 +95,7 @@ class ToolOutcome:
     # The code this call showed the model (files and lines), as the tool reported it.
     locations: tuple[CodeLocation, ...] = ()
     skill: str | None = None  # the skill it loaded
+    facts: tuple[tuple[str, str], ...] = ()  # the memory facts it returned: (scope, text)
 
 
 class Rejected(Exception):
@@ -242,7 +243,15 @@ class Dispatcher:
             limit = t.max_result_chars or self._max_result
             content = cap(result.text, limit)
             showed = seen(result.locations, min(len(result.text), limit))
-            outcome = ToolOutcome(call, True, "ok", content, locations=showed, skill=result.skill)
+            outcome = ToolOutcome(
+                call,
+                True,
+                "ok",
+                content,
+                locations=showed,
+                skill=result.skill,
+                facts=result.facts,
+            )
         except Rejected as r:
             outcome = ToolOutcome(call, False, r.code, r.model_text, r.permission)
             detail = r.model_text

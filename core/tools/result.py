@@ -1,10 +1,11 @@
 """What a tool may return besides its text: the places in the team's code it showed, the
-skill it loaded.
+skill it loaded, the memory facts it found.
 
 A tool returns a plain `str` (or JSON-able data) for the model, or a `ToolResult` whose
-`locations` say, as data, which files and lines that text shows (and `skill`, which skill it
-loaded). The agent names an answer's sources from these (`core.agent.sources`), never from the
-text the model read or wrote, so a path the model invents is never presented as a source.
+`locations` say, as data, which files and lines that text shows (`skill`: which skill it
+loaded; `facts`: which memory facts it returned). The agent names an answer's sources from
+these (`core.agent.sources`), never from the text the model read or wrote, so a path the model
+invents is never presented as a source.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class ToolResult:
     text: str
     locations: tuple[CodeLocation, ...] = ()
     skill: str | None = None  # the skill this call loaded (`load_skill`)
+    facts: tuple[tuple[str, str], ...] = ()  # memory facts it returned: (scope, text)
 
     def cut(self, text: str) -> ToolResult:
         """This result with its text shortened to `text` (a prefix of it): locations past the

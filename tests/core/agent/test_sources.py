@@ -214,6 +214,19 @@ async def test_memory_scopes_the_answer_used_are_named(make_app: Make, tmp_path:
     assert (await ask(app, "how do we deploy the database?")).sources == ()
 
 
+async def test_memory_the_model_searched_is_named_too(make_app: Make) -> None:
+    app, model = make_app()
+    assert (await ask(app, "/save The staging database is called pg-staging-7")).ok
+    model.tool_calls(("search_memory", {"query": "staging database"}))
+    model.reply("Staging runs on pg-staging-7.")
+
+    # Nothing in the question matches the fact: only the search found it.
+    reply = await ask(app, "anything I should know before the release?")
+
+    assert "pg-staging-7" not in str(model.requests[0].messages)
+    assert reply.sources == (Source("memory", "channel memory"),)
+
+
 async def test_a_skill_loaded_this_turn_is_named(make_app: Make) -> None:
     app, model = make_app(skills_examples=True)
     model.tool_calls(("load_skill", {"name": "incident-triage"}))
