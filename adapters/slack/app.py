@@ -281,6 +281,8 @@ class SlackAdapter:
     async def _on_event(self, body: dict[str, Any]) -> None:
         assert self.identity is not None
         callback: EventCallback = body  # type: ignore[assignment]
+        if self.threads is not None:  # an edit or deletion in a thread read before
+            self.threads.observe(tenant_of(callback), callback["event"])
         reason = filters.skip_reason(callback["event"], self.identity)
         if reason is None:
             self._work.spawn(self._answer_event(callback))

@@ -44,6 +44,10 @@ class MessageEvent(TypedDict):
     channel_type: NotRequired[Literal["channel", "group", "im", "mpim", "app_home"]]
     team: NotRequired[str]
     files: NotRequired[list[SlackFile]]
+    # `message_changed`: the message as it reads now; `message_deleted`: which one went.
+    message: NotRequired[HistoryMessage]
+    previous_message: NotRequired[HistoryMessage]
+    deleted_ts: NotRequired[str]
 
 
 class EventCallback(TypedDict):

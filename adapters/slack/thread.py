@@ -5,8 +5,8 @@ A thread is read with `conversations.replies` in the event's channel only (the b
 with its cursor. What was read stays in this process's cache per (tenant, channel, thread);
 the next message in the same thread asks only for what is newer than the last message seen
 (`oldest`). Bounded: at most `max_pages` pages per read and the newest `max_messages` kept per
-thread, `max_threads` threads cached (least recently used dropped). Edits and deletions after a
-message was cached are not seen.
+thread, `max_threads` threads cached (least recently used dropped). Edits and deletions Slack
+reports (`message_changed`, `message_deleted` events, `observe`) are applied to what is cached.
 
 Authors are shown by their display name (`users.info`, cached; the user id when it fails);
 Threadline's own messages are marked `from_bot` (core has them in its history).
@@ -19,7 +19,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, cast
 
 from adapters.slack.translate import from_slack_text, strip_mention
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from slack_sdk.web.async_client import AsyncWebClient
 
     from adapters.slack.filters import BotIdentity
-    from adapters.slack.payloads import HistoryMessage, SlackUser
+    from adapters.slack.payloads import HistoryMessage, MessageEvent, SlackUser
 
 log = logging.getLogger("threadline.slack")
 
@@ -88,6 +88,29 @@ class ThreadCache:
         self._clock = clock
         self._threads: OrderedDict[ThreadKey, _Thread] = OrderedDict()
         self._names: dict[tuple[str, str], tuple[str, float]] = {}
+
+    def observe(self, tenant: str, event: MessageEvent) -> None:
+        """An edit or a deletion in a thread this process has read: the cache follows it."""
+        subtype = event.get("subtype")
+        if subtype == "message_changed" and "message" in event:
+            changed = event["message"]
+            thread = self._threads.get((tenant, event["channel"], changed.get("thread_ts", "")))
+            if thread is not None:
+                thread.messages = [
+                    self._edited(m, changed) if m.at == changed["ts"] else m
+                    for m in thread.messages
+                    if m.at != changed["ts"] or _said(changed)
+                ]
+        elif subtype == "message_deleted" and "previous_message" in event:
+            thread_ts = event["previous_message"].get("thread_ts", "")
+            thread = self._threads.get((tenant, event["channel"], thread_ts))
+            if thread is not None:
+                gone = event.get("deleted_ts") or event["previous_message"]["ts"]
+                thread.messages = [m for m in thread.messages if m.at != gone]
+
+    def _edited(self, cached: ThreadMessage, changed: HistoryMessage) -> ThreadMessage:
+        fresh = self._message(changed, {})
+        return replace(fresh, author=cached.author, from_bot=cached.from_bot)
 
     def reader(self, tenant: str, channel: str, thread_ts: str, current_ts: str) -> SlackThread:
         return SlackThread(self, (tenant, channel, thread_ts), current_ts)

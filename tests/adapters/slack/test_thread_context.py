@@ -12,7 +12,7 @@ from core.agent.thread_context import HEADER
 from tests.adapters.slack.test_slack import StartApp, fake_slack, serve_slack
 from tests.support.fakes.openai_server import FakeOpenAI
 from tests.support.fakes.slack_api import FakeSlack
-from tests.support.fakes.slack_events import mention
+from tests.support.fakes.slack_events import event_body, mention
 
 __all__ = ["fake_slack", "serve_slack"]  # fixtures shared with the Slack tests
 
@@ -140,3 +140,58 @@ def test_a_top_level_mention_reads_no_thread(
     app.idle()
     assert fake_slack.calls("conversations.replies") == []
     assert context_of(fake_llm.requests[0]) is None
+
+
+def test_edits_and_deletions_slack_reports_reach_the_cached_thread(
+    serve_slack: StartApp, fake_slack: FakeSlack, fake_llm: FakeOpenAI
+) -> None:
+    seed_thread(fake_slack, replies=20)
+    app = serve_slack()
+    fake_llm.reply("The queue is stuck.")
+    app.post_event(mention("what is going on here?", ts=FIRST, thread_ts=ROOT))
+    app.idle()
+    edited, deleted = "1700000119.000000", "1700000118.000000"  # replies 19 and 18
+    changed = {
+        "ts": edited,
+        "user": "U2",
+        "text": "reply 19: fixed it, ignore me",
+        "thread_ts": ROOT,
+    }
+    app.post_event(
+        event_body(
+            {
+                "type": "message",
+                "subtype": "message_changed",
+                "hidden": True,
+                "channel": "C1",
+                "channel_type": "channel",
+                "ts": "1700000500.000009",
+                "message": changed,
+                "previous_message": {**changed, "text": "reply 19: old"},
+            }
+        )
+    )
+    app.post_event(
+        event_body(
+            {
+                "type": "message",
+                "subtype": "message_deleted",
+                "hidden": True,
+                "channel": "C1",
+                "channel_type": "channel",
+                "ts": "1700000500.000010",
+                "deleted_ts": deleted,
+                "previous_message": {"ts": deleted, "user": "U1", "text": "x", "thread_ts": ROOT},
+            }
+        )
+    )
+    fake_llm.reply("Fixed, then.")
+
+    app.post_event(mention("and now?", ts=SECOND, thread_ts=ROOT))
+    app.idle()
+
+    part = context_of(fake_llm.requests[1])
+    assert part is not None
+    assert part.endswith("bob wrote:\n> reply 19: fixed it, ignore me")  # as it reads now
+    assert "reply 18:" not in part and "reply 17:" in part
+    assert len(fake_llm.requests) == 2  # the edit and the deletion were not questions
