@@ -38,6 +38,9 @@ DEFAULT_DEADLINE = 120.0  # seconds, as THREADLINE_REQUEST_DEADLINE's default
 # When a lifted deadline is put back after its part finished in time, what is left to do (return
 # the agent's answer) gets at least this long: an answer must not be lost by a few milliseconds.
 RESUME_GRACE = 1.0
+# Tokens kept from the day's quota for the rest of a prompt (rules, tools, thread) when attached
+# files are fitted to what is left of it.
+FILES_PROMPT_ALLOWANCE = 4_000
 
 
 class RequestSlots:
@@ -283,7 +286,7 @@ class Core:
                 if reply is not None:
                     return reply
             return Reply(messages.NO_MODEL, ok=False)
-        intake = await self._read_files(agent, files, text) if files else None
+        intake = await self._read_files(session, agent, files, text) if files else None
         if intake is not None:
             from core.attachments import notices
 
@@ -314,11 +317,19 @@ class Core:
             reply = await self._attach_voice(session, reply, text, deadline)
         return reply
 
-    async def _read_files(self, agent: Agent, files: Sequence[IncomingFile], text: str) -> Intake:
-        """The message's files, read for `agent`'s model within its window."""
+    async def _read_files(
+        self, session: ToolSession, agent: Agent, files: Sequence[IncomingFile], text: str
+    ) -> Intake:
+        """The message's files, read for `agent`'s model within its window and within what is
+        left of the day's token quotas (after the rest of a prompt and the answer)."""
         from core.attachments import AttachmentReader
 
         reader = self.attachments or AttachmentReader()
+        left = None
+        states = await self._quotas.snapshot(session.token_limits())
+        if states:
+            left = min(s.remaining for s in states)
+            left -= agent.compaction.reserved_output + FILES_PROMPT_ALLOWANCE
         return await reader.read(
             files,
             spec=agent.model.spec,
@@ -326,6 +337,7 @@ class Core:
             count=agent.counter.count_text,
             chars_per_token=agent.counter.chars_per_token,
             question=text,
+            budget_tokens=max(0, left) if left is not None else None,
         )
 
     async def _attach_voice(

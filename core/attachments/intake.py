@@ -92,10 +92,13 @@ class AttachmentReader:
         count: Callable[[str], int],
         chars_per_token: float,
         question: str,
+        budget_tokens: int | None = None,
         transcriber: Transcriber | None = None,
     ) -> Intake:
         """`files` read for a model of `spec` whose window is `window` tokens. `question` (the
-        typed text) is counted against the files' share first. `transcriber` overrides the
+        typed text) is counted against the files' share first. `budget_tokens`: what is left
+        of the day's token quotas for the files, when that is less than their share of the
+        window (they are cut to it, and the reply says so). `transcriber` overrides the
         provider's (tests)."""
         intake = Intake()
         texts: list[_Text] = []
@@ -124,12 +127,18 @@ class AttachmentReader:
                 intake.notices.append(notices.unsupported(name, kind.detail or "such files"))
         if audio:
             await self._transcribe(audio, transcriber or transcriber_for(spec), intake)
-        room = int(window * self.limits.context_share) - count(intake.question(question))
-        room -= sum(count(b) for b in intake.blocks)
+        room = int(window * self.limits.context_share)
+        quota_bound = budget_tokens is not None and budget_tokens < room
+        if budget_tokens is not None:
+            room = min(room, budget_tokens)
+        room -= count(intake.question(question)) + sum(count(b) for b in intake.blocks)
+        before = len(intake.notices)
         if images:
             room -= await self._images(images, spec, room, intake)
         if texts:
             await self._texts(texts, max(0, room) * chars_per_token, intake)
+        if quota_bound and len(intake.notices) > before:
+            intake.notices.append(notices.QUOTA_BOUND)
         return intake
 
     async def _gunzip(self, name: str, data: bytes, intake: Intake) -> bytes | None:

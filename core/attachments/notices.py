@@ -6,6 +6,10 @@ from __future__ import annotations
 NO_TEXT_QUESTION = "(The message has only the attached files: no text.)"
 NOTHING_READ = "I could not read any of the attached files, so there is nothing to answer yet."
 VOICE_PREFIX = "(voice message, transcribed)"
+QUOTA_BOUND = (
+    "The files were cut to what is left of today's token budget (`/budget` shows it), not to "
+    "what the model could take."
+)
 
 
 def size(n: int) -> str:

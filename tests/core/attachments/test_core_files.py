@@ -161,16 +161,22 @@ async def test_a_failed_transcription_is_a_notice(make_bot: MakeBot, fake_llm: F
     assert last_user(fake_llm) == "and this?"
 
 
-async def test_attachments_count_toward_the_prompt_estimate(
+async def test_files_are_cut_to_what_is_left_of_the_token_budget(
     make_bot: MakeBot, fake_llm: FakeOpenAI, write_policy: Callable[[str], Path]
 ) -> None:
-    # A daily token budget smaller than what the file takes: refused before the model is
-    # called, because the file is part of the estimate the quota reservation is made from.
+    # 12,000 tokens a day: less than the file's share of the window (30 % of 32k), so the file
+    # is cut to what the quota leaves (after the rest of the prompt and the answer) and the
+    # request fits its reservation instead of being refused.
     from tests.conftest import POLICY_ALL
 
-    policy = POLICY_ALL.replace("per_user_per_day = 100000", "per_user_per_day = 3000")
+    policy = POLICY_ALL.replace("per_user_per_day = 100000", "per_user_per_day = 12000")
     bot = make_bot(**llm(fake_llm), policy_file=write_policy(policy))
-    text = "\n".join(f"line {i} of the report with some words" for i in range(2_000))
+    fake_llm.reply("A summary.", prompt_tokens=6000, completion_tokens=10)
+    text = "\n".join(f"line {i} of the report with some words" for i in range(5_000))
     reply = await ask(bot, "summarize", served("report.txt", text.encode()))
-    assert not reply.ok
-    assert fake_llm.requests == []
+    assert reply.ok, reply
+    assert reply.notices[-1].startswith("The files were cut to what is left of today's token")
+    assert reply.notices[0].startswith("`report.txt` is too long to read whole")
+    sent = last_user(fake_llm)
+    assert "line 0 of the report" in sent and "line 4999 of the report" in sent
+    assert len(sent) < 7_000 * 3  # within the 12,000 - 4,000 - 1,024 tokens left for it
