@@ -50,8 +50,8 @@ class Origin:
             parsed = URL(url)
         except (ValueError, TypeError):
             return None
-        if not parsed.absolute or not parsed.host:
-            return None
+        if not parsed.absolute or not parsed.host or parsed.user or parsed.password:
+            return None  # relative, or with credentials in it (`user@host`)
         return cls(parsed.scheme.lower(), parsed.host.lower(), parsed.port)
 
 

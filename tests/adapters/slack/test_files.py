@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from adapters.slack.files import FileHost
 from core.request import FileFetchError, Request
 from tests.adapters.slack.test_slack import StartApp, fake_slack, serve_slack
 from tests.support.fakes.openai_server import FakeOpenAI
@@ -177,3 +178,39 @@ def test_a_file_in_a_thread_follow_up_is_carried_too(
 
     assert [[f.name for f in r.files] for r in received] == [[], ["trace.txt"]]
     assert app.run(received[1].files[0].fetch(max_bytes=MB, timeout=10)) == b"Traceback ..."
+
+
+# -- which addresses are Slack's file host -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        ("https://files.slack.com/files-pri/T1-F1/download/a.txt", True),
+        ("https://FILES.slack.com/files-pri/T1-F1/a.txt", True),
+        ("https://files.slack.com:443/files-pri/T1-F1/a.txt", True),
+        ("http://files.slack.com/files-pri/T1-F1/a.txt", False),  # not TLS
+        ("https://files.slack.com:8443/files-pri/T1-F1/a.txt", False),
+        ("https://files.slack.com.evil.test/files-pri/a.txt", False),
+        ("https://evil.test/files.slack.com/a.txt", False),
+        ("https://files.slack.com@evil.test/a.txt", False),
+        ("https://user:pw@files.slack.com/a.txt", False),  # credentials in the address
+        ("https://slack.com/files-pri/T1-F1/a.txt", False),  # the API host is not the file host
+        ("//files.slack.com/a.txt", False),
+        ("files-pri/T1-F1/a.txt", False),
+        ("", False),
+        ("http://127.0.0.1:8000/files-pri/a.txt", False),  # no SLACK_API_URL: nothing local
+    ],
+)
+def test_only_slacks_file_host_is_allowed(url: str, allowed: bool) -> None:
+    host = FileHost(cast(Any, None), "xoxb-t", None)
+    assert host.allows(url) is allowed
+
+
+def test_the_configured_api_origin_is_allowed_and_only_it() -> None:
+    host = FileHost(cast(Any, None), "xoxb-t", "http://127.0.0.1:8000/api/")
+    assert host.allows("http://127.0.0.1:8000/files-pri/T1-F1/a.txt")
+    assert host.allows("https://files.slack.com/files-pri/T1-F1/a.txt")
+    assert not host.allows("http://127.0.0.1:8001/files-pri/T1-F1/a.txt")  # another port
+    assert not host.allows("https://127.0.0.1:8000/files-pri/T1-F1/a.txt")  # another scheme
+    assert not host.allows("http://localhost:8000/files-pri/T1-F1/a.txt")

@@ -6,8 +6,16 @@ shows what was asked), and the fake model.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
+import pytest
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.filters import BotIdentity
+from adapters.slack.thread import ThreadCache
+from adapters.slack.web import make_web_client
 from core.agent.thread_context import HEADER
 from tests.adapters.slack.test_slack import StartApp, fake_slack, serve_slack
 from tests.support.fakes.openai_server import FakeOpenAI
@@ -195,3 +203,50 @@ def test_edits_and_deletions_slack_reports_reach_the_cached_thread(
     assert part.endswith("bob wrote:\n> reply 19: fixed it, ignore me")  # as it reads now
     assert "reply 18:" not in part and "reply 17:" in part
     assert len(fake_llm.requests) == 2  # the edit and the deletion were not questions
+
+
+# -- the cache's bounds, with the real slack_sdk client ------------------------------------------
+
+
+@pytest.fixture
+async def client(fake_slack: FakeSlack) -> AsyncIterator[AsyncWebClient]:
+    async with aiohttp.ClientSession() as session:
+        yield make_web_client(fake_slack.bot_token, fake_slack.api_url, session)
+
+
+def bot_of(fake: FakeSlack) -> BotIdentity:
+    return BotIdentity(user_id=fake.bot_user_id, bot_id=fake.bot_id, team_id=fake.team_id)
+
+
+async def test_a_read_is_bounded_in_pages_and_the_cache_in_messages(
+    fake_slack: FakeSlack, client: AsyncWebClient
+) -> None:
+    for i in range(150):
+        fake_slack.add_message("C1", f"m{i}", user="U1", ts=f"{1700000000 + i}.0", thread_ts=ROOT)
+    cache = ThreadCache(client, bot_of(fake_slack), page_size=50, max_pages=2, max_messages=60)
+    reader = cache.reader("T1", "C1", ROOT, "1800000000.0")
+
+    first = await reader.earlier()
+    assert [m.text for m in first] == [f"m{i}" for i in range(40, 100)]  # 2 pages, newest 60
+    second = await reader.earlier()  # the rest, from the last message seen
+    assert [m.text for m in second] == [f"m{i}" for i in range(90, 150)]
+    calls = fake_slack.calls("conversations.replies")
+    assert [c.args.get("oldest") for c in calls] == [None, None, "1700000099.0"]
+
+
+async def test_threads_are_kept_per_tenant_channel_and_thread_the_least_recent_dropped(
+    fake_slack: FakeSlack, client: AsyncWebClient
+) -> None:
+    for channel in ("C1", "C2", "C3"):
+        fake_slack.add_message(channel, f"in {channel}", user="U1", ts=ROOT, thread_ts=ROOT)
+    cache = ThreadCache(client, bot_of(fake_slack), max_threads=2)
+
+    for channel in ("C1", "C2", "C1", "C3"):
+        found = await cache.reader("T1", channel, ROOT, "1800000000.0").earlier()
+        assert [m.text for m in found] == [f"in {channel}"]
+    reads = [
+        (c.args["channel"], c.args.get("oldest")) for c in fake_slack.calls("conversations.replies")
+    ]
+    assert reads == [("C1", None), ("C2", None), ("C1", ROOT), ("C3", None)]
+    await cache.reader("T1", "C2", ROOT, "1800000000.0").earlier()  # C2 was dropped: read anew
+    assert fake_slack.calls("conversations.replies")[-1].args.get("oldest") is None
