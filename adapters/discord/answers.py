@@ -221,7 +221,8 @@ class Answerer:
             if reply.ephemeral and message.guild is not None:
                 note = await self._answer_privately(message.author, key, parts)
                 parts = [Outgoing(text=note)]
-            await writer.finish(parts)
+                reply = replace(reply, answer_id=None)
+            await writer.finish(parts, rated=reply.answer_id)
         except Exception as exc:
             refused = isinstance(exc, discord.HTTPException)
             log.error(
@@ -302,7 +303,7 @@ class Answerer:
                     interaction, parts, deferred_privately=privately, private=private
                 )
             else:  # what was streamed stays where it was shown
-                await writer.finish(parts)
+                await writer.finish(parts, rated=reply.answer_id)
         except Exception as exc:
             log.error(
                 "Discord: answering interaction %s failed (%s)",

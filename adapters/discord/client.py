@@ -5,8 +5,9 @@ READY, explain a failure in one line, stop with a grace for answers in flight. A
 
 Listeners are methods of the client class and commands are synced in `setup_hook` (once per
 process, `sync`), so a second `on_ready` (discord.py fires one after every re-identify) doubles
-nothing. Clicks on confirmation buttons are raw interactions answered by any process
-(`confirm`), since the one that asked may not be the one that gets the click.
+nothing. Clicks on confirmation buttons (`confirm`) and on the 👍/👎 under answers
+(`feedback`) are raw interactions answered by any process, since the one that asked may not
+be the one that gets the click.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from adapters.discord.answers import Answerer
 from adapters.discord.config import DiscordConfig, DiscordStartupError
 from adapters.discord.confirm import DiscordConfirmer, is_confirmation_click
 from adapters.discord.endpoints import Endpoints, api_base, follow_gateway, use_rest_base
+from adapters.discord.feedback import DiscordFeedback, is_feedback
 from adapters.discord.lib import discord
 from adapters.discord.sync import sync_commands
 from adapters.discord.translate import COMMAND_NAME, PLATFORM, asks_to_read_aloud
@@ -79,6 +81,7 @@ class DiscordAdapter:
         self._ready_changed = asyncio.Condition()
         self._work = BackgroundWork("Discord")
         self._answers = Answerer(core, lambda: self.config)
+        self._feedback = DiscordFeedback(core)  # 👍/👎 under answers, and the 👎 form
         self._client_task: asyncio.Task[None] | None = None
         self._saved_rest: Endpoints | None = None
 
@@ -287,6 +290,10 @@ class DiscordAdapter:
         if self._confirmer is not None and is_confirmation_click(interaction):
             # Answered even while closing: a request waiting on it may be what keeps us open.
             self._work.spawn(self._confirmer.click(interaction))
+            return
+        if is_feedback(interaction):
+            # Whatever process posted the answer: the rating goes to the database.
+            self._work.spawn(self._feedback.handle(interaction))
             return
         if self._closing or interaction.type is not discord.InteractionType.application_command:
             return

@@ -121,18 +121,29 @@ async def send(
     item: Outgoing,
     *,
     reference: discord.Message | None = None,
+    view: discord.ui.View | None = None,
 ) -> discord.Message:
-    """Post one part: its text (as a reply to `reference`, if given), its file, or its audio
-    as a voice message."""
+    """Post one part: its text (as a reply to `reference`, if given, with `view`'s buttons
+    under it), its file, or its audio as a voice message."""
     file = as_file(item)
     if item.file is not None and is_voice(item.file):
         return await send_audio(channel, item.file)
     if file is not None:
         return await channel.send(file=file, allowed_mentions=NO_PINGS)
+    if reference is not None and view is not None:
+        return await channel.send(
+            item.text,
+            allowed_mentions=NO_PINGS,
+            reference=reference,
+            mention_author=False,
+            view=view,
+        )
     if reference is not None:
         return await channel.send(
             item.text, allowed_mentions=NO_PINGS, reference=reference, mention_author=False
         )
+    if view is not None:
+        return await channel.send(item.text, allowed_mentions=NO_PINGS, view=view)
     return await channel.send(item.text, allowed_mentions=NO_PINGS)
 
 

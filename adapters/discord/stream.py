@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from adapters.background import last_word
+from adapters.discord import feedback
 from adapters.discord.lib import discord
 from adapters.discord.live_text import live_split, status_line
 from adapters.discord.surfaces import Ledger, Surface
@@ -317,19 +318,22 @@ class StreamWriter:
 
     # -- the final state -----------------------------------------------------------------------
 
-    async def finish(self, parts: Sequence[Outgoing]) -> None:
+    async def finish(self, parts: Sequence[Outgoing], *, rated: str | None = None) -> None:
         """Make the visible messages exactly `parts` (edits of the streamed messages, new posts
-        for the rest), each part recorded as posted. Raises what Discord refused when the
-        answer could not be posted at all. Cancelled (shutdown while files upload), the last
-        message says the answer was cut."""
+        for the rest), each part recorded as posted; `rated`: the answer's id, whose 👍/👎
+        go under its last text message. Raises what Discord refused when the answer could
+        not be posted at all. Cancelled (shutdown while files upload), the last message says
+        the answer was cut."""
         try:
-            await self._finish(parts)
+            await self._finish(parts, rated)
         except asyncio.CancelledError:
             await last_word(self._cut)
             raise
 
-    async def _finish(self, parts: Sequence[Outgoing]) -> None:
+    async def _finish(self, parts: Sequence[Outgoing], rated: str | None = None) -> None:
         await self._stop_flusher()
+        texts = [i for i, item in enumerate(parts) if item.file is None]
+        rated_part = texts[-1] if rated and texts else None
         await self._typing_stack.aclose()
         if self._failure is not None:
             raise self._failure
@@ -340,18 +344,19 @@ class StreamWriter:
         done = await self._ledger.done() if self._ledger is not None else {}
         for i, item in enumerate(parts):
             message = shown[i] if i < len(shown) else None
+            view = feedback.buttons(rated) if rated and i == rated_part else None
             if message is not None and message.lost is None and item.file is None:
-                if await self._final_edit(message, item.text):
+                if await self._final_edit(message, item.text, view):
                     await self._record(i, message.handle)
                     continue
             if message is not None and message.lost == "refused" and item.file is None:
-                await self._post_rest(i, message, item.text)
+                await self._post_rest(i, message, item.text, view)
                 continue
             if message is not None and message.lost is None:
                 await self._remove(message)  # a text message where a file goes (rare)
             if message is None and i in done:
                 continue  # posted by an earlier attempt
-            handle = await self._surface.post(item, first=i == 0)
+            handle = await self._surface.post(item, first=i == 0, view=view)
             self._count("posts")
             await self._record(i, handle)
         for extra in shown[len(parts) :]:
@@ -359,14 +364,16 @@ class StreamWriter:
                 await self._remove(extra)
         await self._disarm()
 
-    async def _final_edit(self, shown: _Shown, text: str) -> bool:
-        if shown.content == text:
+    async def _final_edit(
+        self, shown: _Shown, text: str, view: discord.ui.View | None = None
+    ) -> bool:
+        if shown.content == text and view is None:
             return True
         every = self._note_every if shown.note else self._pacing.edit_every
         await self._pacing.until(shown.written_at + every)
         await self._pacing.for_channel(self._surface.channel)
         try:
-            await self._surface.edit(shown.handle, text)
+            await self._surface.edit(shown.handle, text, view)
         except (discord.NotFound, discord.Forbidden) as exc:
             shown.lost = "gone" if isinstance(exc, discord.NotFound) else "refused"
             self._count("refused_edits")
@@ -376,9 +383,12 @@ class StreamWriter:
         self._count("edits")
         return True
 
-    async def _post_rest(self, i: int, shown: _Shown, text: str) -> None:
+    async def _post_rest(
+        self, i: int, shown: _Shown, text: str, view: discord.ui.View | None = None
+    ) -> None:
         """A message that can no longer be edited keeps what it shows; what the final part
-        has after that is posted once (its code block reopened if it was cut inside one)."""
+        has after that is posted once (its code block reopened if it was cut inside one),
+        `view`'s buttons under its last piece."""
         rest = text
         if shown.answer and text.startswith(shown.answer):
             rest = text[len(shown.answer) :]
@@ -386,10 +396,12 @@ class StreamWriter:
             if fence is not None:
                 rest = f"{fence[0]}\n{rest.lstrip(chr(10))}"
         first: Any = None
-        for piece in split_markdown(rest, self._limit):
-            if not piece.strip():
-                continue
-            handle = await self._surface.post(Outgoing(text=piece.strip("\n")), first=False)
+        pieces = [p for p in split_markdown(rest, self._limit) if p.strip()]
+        for n, piece in enumerate(pieces):
+            under = view if n == len(pieces) - 1 else None
+            handle = await self._surface.post(
+                Outgoing(text=piece.strip("\n")), first=False, view=under
+            )
             self._count("posts")
             first = first or handle
         await self._record(i, first or shown.handle)

@@ -21,8 +21,11 @@ class Surface(Protocol):
     notes_apart: bool  # a command's progress note is a message of its own, removed at the end
     channel: str | None  # whose edit budget edits count against (None: their own limits)
 
-    async def post(self, item: Outgoing, *, first: bool) -> Any: ...
-    async def edit(self, handle: Any, text: str) -> None: ...
+    # `view`: components under the message (the 👍/👎 of an answer's last text message).
+    async def post(
+        self, item: Outgoing, *, first: bool, view: discord.ui.View | None = None
+    ) -> Any: ...
+    async def edit(self, handle: Any, text: str, view: discord.ui.View | None = None) -> None: ...
     async def delete(self, handle: Any) -> None: ...
 
 
@@ -36,12 +39,14 @@ class ChannelSurface:
         self.channel = str(getattr(channel, "id", "")) or None
         self.reference = reference  # the answer's first message replies to it
 
-    async def post(self, item: Outgoing, *, first: bool) -> Any:
+    async def post(
+        self, item: Outgoing, *, first: bool, view: discord.ui.View | None = None
+    ) -> Any:
         reference = self.reference if first else None
-        return await delivery.send(self.messageable, item, reference=reference)
+        return await delivery.send(self.messageable, item, reference=reference, view=view)
 
-    async def edit(self, handle: Any, text: str) -> None:
-        await handle.edit(content=text, allowed_mentions=delivery.NO_PINGS)
+    async def edit(self, handle: Any, text: str, view: discord.ui.View | None = None) -> None:
+        await handle.edit(content=text, allowed_mentions=delivery.NO_PINGS, **_with(view))
 
     async def delete(self, handle: Any) -> None:
         await handle.delete()
@@ -60,7 +65,9 @@ class InteractionSurface:
         self.private = private
         self._original_used = False
 
-    async def post(self, item: Outgoing, *, first: bool) -> Any:
+    async def post(
+        self, item: Outgoing, *, first: bool, view: discord.ui.View | None = None
+    ) -> Any:
         file = delivery.as_file(item)
         if not self._original_used:
             self._original_used = True
@@ -69,7 +76,7 @@ class InteractionSurface:
                     content=None, attachments=[file], allowed_mentions=delivery.NO_PINGS
                 )
             return await self.interaction.edit_original_response(
-                content=item.text, allowed_mentions=delivery.NO_PINGS
+                content=item.text, allowed_mentions=delivery.NO_PINGS, **_with(view)
             )
         followup = self.interaction.followup
         if file is not None:
@@ -77,11 +84,15 @@ class InteractionSurface:
                 file=file, ephemeral=self.private, allowed_mentions=delivery.NO_PINGS, wait=True
             )
         return await followup.send(
-            item.text, ephemeral=self.private, allowed_mentions=delivery.NO_PINGS, wait=True
+            item.text,
+            ephemeral=self.private,
+            allowed_mentions=delivery.NO_PINGS,
+            wait=True,
+            **_with(view),
         )
 
-    async def edit(self, handle: Any, text: str) -> None:
-        await handle.edit(content=text, allowed_mentions=delivery.NO_PINGS)
+    async def edit(self, handle: Any, text: str, view: discord.ui.View | None = None) -> None:
+        await handle.edit(content=text, allowed_mentions=delivery.NO_PINGS, **_with(view))
 
     async def delete(self, handle: Any) -> None:
         await handle.delete()
@@ -120,3 +131,8 @@ class Ledger:
         if self._notes is not None and self._where is not None and self._armed:
             self._armed = False
             await self._notes.disarm(self._where)
+
+
+def _with(view: discord.ui.View | None) -> dict[str, Any]:
+    """`view=` only when there is one: an edit that names no view keeps the components."""
+    return {"view": view} if view is not None else {}
