@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from adapters.slack.sources import CONTEXT_TEXT_LIMIT, sources_mrkdwn
 from core.code.walk import index_repo
+from core.request import Source
 from tests.adapters.slack.test_slack import StartApp, fake_slack, serve_slack
 from tests.core.agent.test_sources import pushed_repo
 from tests.support.code_repo import NEEDLE
@@ -75,3 +77,24 @@ def test_an_answer_without_sources_renders_as_before(
     served.idle()
     (message,) = fake_slack.posted("C1")
     assert message["text"] == "Nothing to cite." and context_blocks(message) == []
+
+
+def test_labels_are_escaped_and_a_link_that_could_break_out_is_a_label() -> None:
+    sources = (
+        Source("code", "a<b>&c.py:1", "https://github.com/o/r/blob/abc/a%3Cb%3E%26c.py#L1"),
+        Source("code", "x.py:2", "https://evil.example/|<!channel>"),
+        Source("memory", "channel memory"),
+        Source("skill", "incident-triage skill"),
+    )
+    assert sources_mrkdwn(sources) == (
+        "Sources: <https://github.com/o/r/blob/abc/a%3Cb%3E%26c.py#L1|a&lt;b&gt;&amp;c.py:1>"
+        " · x.py:2 · from channel memory · following the incident-triage skill"
+    )
+
+
+def test_a_long_list_stays_within_a_context_element() -> None:
+    url = "https://github.com/o/r/blob/" + "a" * 40 + "/" + "d/" * 400 + "f.py#L1"
+    sources = tuple(Source("code", f"f{i}.py:1", url) for i in range(5))
+    text = sources_mrkdwn(sources)
+    assert len(text) <= CONTEXT_TEXT_LIMIT
+    assert text.startswith(f"Sources: <{url}|f0.py:1>") and text.endswith(" · f4.py:1")
