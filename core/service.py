@@ -314,7 +314,8 @@ class Core:
         if session.effects.speak or spoken:
             # The model asked (through the `speak` tool) for its answer to be read aloud, or
             # the question was a voice message: a voice reply, where voice replies are set up.
-            reply = await self._attach_voice(session, reply, text, deadline)
+            title = " ".join(intake.spoken) if intake is not None and spoken else text
+            reply = await self._attach_voice(session, reply, title, deadline)
         return reply
 
     async def _read_files(

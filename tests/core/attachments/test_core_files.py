@@ -126,7 +126,8 @@ async def test_an_image_to_a_provider_that_cannot_see(
 async def test_a_voice_message_with_a_transcription_model(
     make_bot: MakeBot, fake_llm: FakeOpenAI
 ) -> None:
-    bot = make_bot(**llm(fake_llm, llm_transcription_model="whisper-1"))
+    speech = {"tts_engine": "openai", "tts_base_url": fake_llm.url}
+    bot = make_bot(**llm(fake_llm, llm_transcription_model="whisper-1", **speech))
     fake_llm.transcript = "why is the deploy stuck?"
     fake_llm.reply("Because the migration holds a lock.")
     reply = await ask(bot, "", served("voice-message.wav", wav(), "audio/wav", voice=True))
@@ -136,6 +137,12 @@ async def test_a_voice_message_with_a_transcription_model(
     assert heard["filename"] == "voice-message.wav"
     assert heard["size"] == len(wav())
     assert last_user(fake_llm) == "(voice message, transcribed) why is the deploy stuck?"
+    # Asked by voice, answered with voice too (voice replies are set up here).
+    [audio] = reply.attachments
+    assert audio.kind == "audio"
+    assert audio.filename.startswith("why-is-the-deploy-stuck")
+    [spoken] = fake_llm.speech_requests
+    assert spoken["input"] == "Because the migration holds a lock."
 
 
 async def test_a_voice_message_without_a_transcription_model(
