@@ -112,4 +112,6 @@ def render_json(reply: Reply, saved: list[Path]) -> dict[str, Any]:
         },
         "notices": list(reply.notices),
         "sources": [{"kind": s.kind, "label": s.label, "url": s.url} for s in reply.sources],
+        # The answer's id where answers are rated (`THREADLINE_FEEDBACK`); null for commands.
+        "answer_id": reply.answer_id,
     }

@@ -107,13 +107,23 @@ def test_ask_json_prints_the_documented_shape_with_the_providers_usage(
     code, out = ask_json(llm_env, tmp_path, "hi")
 
     assert code == 0
-    assert set(out) == {"ok", "text", "attachments", "tool_calls", "usage", "notices", "sources"}
+    assert set(out) == {
+        "ok",
+        "text",
+        "attachments",
+        "tool_calls",
+        "usage",
+        "notices",
+        "sources",
+        "answer_id",
+    }
     assert out["ok"] is True
     assert out["text"] == "Hello from the model"
     assert out["attachments"] == []
     assert out["tool_calls"] == []
     assert out["notices"] == []
     assert out["sources"] == []
+    assert len(out["answer_id"]) == 32  # what 👍/👎 under the answer would carry
     assert out["usage"] == {"prompt_tokens": 123, "completion_tokens": 45, "cached_tokens": 7}
     (sent,) = fake_llm.requests
     assert sent["model"] == "fake-model"
@@ -190,6 +200,7 @@ def test_a_failed_model_call_exits_one(
     assert out["ok"] is False
     assert out["text"]
     assert "upstream exploded" not in out["text"]  # the provider's raw error stays inside
+    assert out["answer_id"] is None  # a failure is nothing to rate
     assert len(fake_llm.requests) == 1  # LLM_MAX_RETRIES=0 is honoured
 
 
