@@ -339,6 +339,10 @@ class SlackAdapter:
         if not filters.is_direct(event):
             await events.mark_thread(PLATFORM, tenant, channel, thread)
         assert self.identity is not None and self.threads is not None
+        if self._files is not None and event.get("files"):
+            # The files Slack describes only partly, looked up (nothing is downloaded yet).
+            files = await self._files.complete(self._client, event.get("files") or [])
+            body = {**body, "event": {**event, "files": files}}
         earlier = (
             self.threads.reader(tenant, channel, thread, event["ts"])
             if in_a_thread(event)

@@ -15,7 +15,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from yarl import URL
 
@@ -25,6 +25,7 @@ from core.request import FileFetchError, IncomingFile
 
 if TYPE_CHECKING:
     import aiohttp
+    from slack_sdk.web.async_client import AsyncWebClient
 
     from adapters.slack.payloads import SlackFile
 
@@ -34,8 +35,10 @@ FILE_HOST = "files.slack.com"
 CHUNK = 64 * 1024
 MAX_REDIRECTS = 3
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
-# Files Slack keeps no bytes for: deleted ones, and links to files hosted elsewhere.
-_NO_BYTES = frozenset({"tombstone", "external"})
+# Files Slack has no bytes of for us: deleted ones, links to files hosted elsewhere, and old
+# files a free workspace no longer shows.
+_NO_BYTES = frozenset({"tombstone", "external", "hidden_by_limit"})
+MAX_FILES = 20  # of one message, given to core (and looked up with files.info)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,11 +74,29 @@ class FileHost:
     def allows(self, url: str) -> bool:
         return Origin.of(url) in self.allowed
 
+    async def complete(self, client: AsyncWebClient, files: list[SlackFile]) -> list[SlackFile]:
+        """The message's files with the partial ones (`file_access: check_file_info`) looked up
+        with `files.info`; one Slack will not describe is left out (logged)."""
+        from slack_sdk.errors import SlackApiError
+
+        out: list[SlackFile] = []
+        for f in files[:MAX_FILES]:
+            if f.get("file_access") == "check_file_info" and f.get("id"):
+                try:
+                    found = await client.files_info(file=f["id"])
+                except SlackApiError as exc:
+                    error = exc.response.get("error") if exc.response else None
+                    log.warning("Slack: files.info refused a file (%s)", error or "no response")
+                    continue
+                f = cast("SlackFile", found.get("file") or {})
+            out.append(f)
+        return out
+
     def incoming(self, files: list[SlackFile]) -> tuple[IncomingFile, ...]:
         """The message's files as core receives them (nothing is downloaded here)."""
         out = []
-        for f in files:
-            if f.get("mode") in _NO_BYTES:
+        for f in files[:MAX_FILES]:
+            if f.get("mode") in _NO_BYTES or f.get("file_access") == "check_file_info":
                 continue
             name = f.get("name") or f.get("title") or f.get("id") or "file"
             mime = f.get("mimetype") or "application/octet-stream"

@@ -28,6 +28,8 @@ class SlackFile(TypedDict, total=False):
     mode: str  # `hosted`, `snippet`, `external` (a link elsewhere), `tombstone` (deleted)
     url_private: str
     url_private_download: str
+    # `check_file_info`: a partial object (Slack Connect, some events); `files.info` has the rest.
+    file_access: str
 
 
 class MessageEvent(TypedDict):

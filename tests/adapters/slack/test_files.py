@@ -214,3 +214,18 @@ def test_the_configured_api_origin_is_allowed_and_only_it() -> None:
     assert not host.allows("http://127.0.0.1:8001/files-pri/T1-F1/a.txt")  # another port
     assert not host.allows("https://127.0.0.1:8000/files-pri/T1-F1/a.txt")  # another scheme
     assert not host.allows("http://localhost:8000/files-pri/T1-F1/a.txt")
+
+
+def test_a_file_slack_describes_only_partly_is_looked_up_with_files_info(
+    serve_slack: StartApp, fake_slack: FakeSlack, fake_llm: FakeOpenAI
+) -> None:
+    hosted = fake_slack.host_file("notes.md", b"# notes", "text/markdown")
+    partial = {"id": hosted["id"], "file_access": "check_file_info"}
+    unknown = {"id": "F0GONE", "file_access": "check_file_info"}
+
+    app, request = ask_with(serve_slack, fake_llm, mention("read it", files=[partial, unknown]))
+
+    assert [c.args["file"] for c in fake_slack.calls("files.info")] == [hosted["id"], "F0GONE"]
+    (incoming,) = request.files  # the one Slack would not describe is left out
+    assert (incoming.name, incoming.size, incoming.mime_type) == ("notes.md", 7, "text/markdown")
+    assert app.run(incoming.fetch(max_bytes=MB, timeout=10)) == b"# notes"

@@ -30,6 +30,7 @@ Files people attach, and the threads they write in:
     f = fake.host_file("log.txt", b"...", "text/plain")   # a Slack file object for `files[]`
     fake.host_file(..., chunked=True)           # served without Content-Length
     fake.host_file(..., redirect_to=url)        # answers 302 to `url` instead
+    {"id": f["id"], "file_access": "check_file_info"}  # a partial file: files.info has it
     fake.forged_file("x.txt")                   # a file object whose URLs point at another
     fake.elsewhere_calls()                      #   127.0.0.1 port, which records every request
     fake.add_message("C1", "text", user="U1", thread_ts=root, files=[f])  # in the thread
@@ -106,6 +107,7 @@ class FakeSlack:
         self._sockets: list[web.WebSocketResponse] = []
         self.port = 0
         self._files: dict[str, _HostedFile] = {}
+        self._file_objects: dict[str, dict[str, Any]] = {}  # files.info, by file id
         self._users: dict[str, dict[str, Any]] = {}
         self._elsewhere_runner: web.AppRunner | None = None
         self.views: list[dict[str, Any]] = []  # forms opened with `views.open`, in order
@@ -239,9 +241,18 @@ class FakeSlack:
         """Serve `data` as a Slack file; returns its file object as events carry it."""
         file_id = f"F{uuid.uuid4().hex[:10].upper()}"
         path = f"{team}-{file_id}/download/{name}"
+        out = self._file_object(file_id, name, len(data), mimetype, subtype, self.url, path)
         with self._cond:
             self._files[path] = _HostedFile(data, mimetype, chunked, redirect_to)
-        return self._file_object(file_id, name, len(data), mimetype, subtype, self.url, path)
+            self._file_objects[file_id] = out
+        return out
+
+    def _m_files_info(self, args: dict[str, Any]) -> dict[str, Any]:
+        with self._cond:
+            found = self._file_objects.get(str(args.get("file") or ""))
+        if found is None:
+            return {"ok": False, "error": "file_not_found"}
+        return {"ok": True, "file": found}
 
     def forged_file(self, name: str, mimetype: str = "text/plain") -> dict[str, Any]:
         """A file object whose URLs point at another port of 127.0.0.1 (`elsewhere_calls`)."""
