@@ -28,6 +28,7 @@ from core.request import FileFetchError, IncomingFile, Reply, Request
 from core.streaming import Finished, ReplyEvent
 from tests.adapters.discord.test_discord import StartBot, fake_discord, start_bot
 from tests.support.fakes.discord_server import FakeDiscord, FakeFile
+from tests.support.fakes.openai_server import FakeOpenAI
 
 __all__ = ["fake_discord", "start_bot"]  # fixtures shared with the Discord tests
 
@@ -392,3 +393,29 @@ def test_the_api_stand_in_serves_files_too() -> None:
 def test_urls_are_logged_without_their_signature() -> None:
     signed = "https://user:pw@cdn.discordapp.com/attachments/1/2/a.png?ex=1&is=2&hm=abc#x"
     assert redacted(signed) == "https://cdn.discordapp.com/attachments/1/2/a.png"
+
+
+# -- end to end, with core's own reading of files ----------------------------------------------
+
+
+async def test_the_model_reads_a_log_attached_on_discord(
+    start_bot: StartBot, fake_discord: FakeDiscord, fake_llm: FakeOpenAI
+) -> None:
+    fake = fake_discord
+    bot = await start_bot()
+    fake_llm.reply("The batch of 5000 rows is too large.")
+    message = await fake.post_message(
+        fake.alice,
+        fake.general,
+        f"{fake.mention()} why does the importer fail?",
+        files=[FakeFile("importer.log", LOG, "text/plain")],
+    )
+    thread = message["id"]
+    await fake.wait_for(lambda: fake.messages_in(thread))
+    await bot.adapter.idle()
+
+    [answer] = fake.messages_in(thread)
+    assert answer.content.startswith("The batch of 5000 rows is too large.")
+    assert len(fake.cdn_requests) == 1
+    prompt = "\n".join(str(m.get("content")) for m in fake_llm.requests[-1]["messages"])
+    assert "importer.log" in prompt and "ERROR importer: batch of 5000 rows timed out" in prompt
