@@ -96,19 +96,30 @@ def _location_score(answer: str, loc: CodeLocation, file_named: bool) -> int:
 
 def _file_named_at(answer: str, path: str) -> int | None:
     """Where the answer first names the file: its path, or its file name as a word."""
-    at = answer.find(path)
-    if at >= 0:
-        return at
+    found = _as_word(answer, path)
+    if found is not None:
+        return found
     name = PurePosixPath(path).name
     if "." not in name.strip(".") and len(name) < 6:
         return None  # `main`, `run`: words, not file names
+    return _as_word(answer, name)
+
+
+def _as_word(answer: str, name: str) -> int | None:
+    """Where `name` first stands on its own in the answer (`a.py` is not in `data.py`)."""
     found = re.search(rf"(?<![\w/.-]){re.escape(name)}(?![\w-])", answer)
     return found.start() if found else None
 
 
 def _symbol_named(answer: str, symbol: str) -> bool:
-    names = {symbol, symbol.rsplit(".", 1)[-1], symbol.rsplit("::", 1)[-1]}
-    return any(len(n) >= 3 and re.search(rf"(?<![\w]){re.escape(n)}(?!\w)", answer) for n in names)
+    """The answer names the symbol, qualified or not: as a word, or in backticks when it is
+    short enough to be an ordinary word (`run`)."""
+    for name in {symbol, symbol.rsplit(".", 1)[-1], symbol.rsplit("::", 1)[-1]}:
+        if len(name) >= 4 and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", answer):
+            return True
+        if name and re.search(rf"`[^`\n]*(?<!\w){re.escape(name)}(?!\w)[^`\n]*`", answer):
+            return True
+    return False
 
 
 def _line_cited(answer: str, loc: CodeLocation) -> bool:

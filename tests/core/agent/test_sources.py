@@ -276,3 +276,9 @@ def test_ranges_of_a_file_merge_when_they_overlap_or_nearly_touch() -> None:
 def test_short_words_are_not_file_names() -> None:
     # A file called `run` is not named by an answer that says "run".
     assert pick_code("we run it", [loc("bin/run", 1, 2)]) == []
+
+
+def test_a_path_is_named_only_as_a_whole_word_and_a_short_symbol_only_in_backticks() -> None:
+    hits = [loc("a.py", 1, 2, symbol="run"), loc("b.py", 3, 4, symbol="Job.run")]
+    assert pick_code("see data.py; we run it", hits) == []
+    assert [p.path for p in pick_code("it calls `job.run()`", hits)] == ["a.py", "b.py"]
