@@ -6,6 +6,7 @@ records every download (and a second local host records anything that reaches it
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any, cast
@@ -229,3 +230,34 @@ def test_a_file_slack_describes_only_partly_is_looked_up_with_files_info(
     (incoming,) = request.files  # the one Slack would not describe is left out
     assert (incoming.name, incoming.size, incoming.mime_type) == ("notes.md", 7, "text/markdown")
     assert app.run(incoming.fetch(max_bytes=MB, timeout=10)) == b"# notes"
+
+
+def test_a_text_file_on_a_mention_reaches_the_model(
+    serve_slack: StartApp, fake_slack: FakeSlack, fake_llm: FakeOpenAI
+) -> None:
+    log = b"2026-12-03 10:00:01 ERROR 42: connection reset by peer (db-primary)\n"
+    hosted = fake_slack.host_file("deploy.log", log, "text/plain")
+    app = serve_slack()
+    fake_llm.reply("The database reset the connection.")
+
+    app.post_event(mention("why did the deploy fail?", files=[hosted]))
+    app.idle()
+
+    sent = json.dumps(fake_llm.requests[0]["messages"])
+    assert "ERROR 42: connection reset by peer" in sent and "deploy.log" in sent
+    assert [c.token for c in fake_slack.calls("files-pri")] == [fake_slack.bot_token]
+    assert fake_slack.shown("C1")[-1].startswith("The database reset the connection.")
+
+
+def test_a_forged_file_on_a_mention_is_not_fetched_and_the_answer_says_so(
+    serve_slack: StartApp, fake_slack: FakeSlack, fake_llm: FakeOpenAI
+) -> None:
+    app = serve_slack()
+    fake_llm.reply("I could not read it.")
+
+    app.post_event(mention("what is in this?", files=[fake_slack.forged_file("secrets.txt")]))
+    app.idle()
+
+    assert fake_slack.elsewhere_calls() == []
+    shown = "\n".join(fake_slack.shown("C1"))
+    assert "`secrets.txt` is not from Slack's file host" in shown
