@@ -27,13 +27,14 @@ from bot.app import App
 from core.request import FileFetchError, IncomingFile, Reply, Request
 from core.streaming import Finished, ReplyEvent
 from tests.adapters.discord.test_discord import StartBot, fake_discord, start_bot
-from tests.support.fakes.discord_server import FakeDiscord, FakeFile
+from tests.support.fakes.discord_server import IS_VOICE_MESSAGE, FakeDiscord, FakeFile
 from tests.support.fakes.openai_server import FakeOpenAI
 
 __all__ = ["fake_discord", "start_bot"]  # fixtures shared with the Discord tests
 
 LOG = b"2026-12-03 09:30:00 ERROR importer: batch of 5000 rows timed out\n" * 40
 MB = 1024 * 1024
+OGG = b"OggS" + bytes(400)  # what a voice message's file starts with
 
 
 class Capture:
@@ -187,19 +188,18 @@ async def test_files_of_a_follow_up_and_of_a_direct_message(
 
 async def test_a_voice_message_is_marked(start_bot: StartBot, fake_discord: FakeDiscord) -> None:
     fake, capture = fake_discord, Capture(fetch_all)
-    ogg = b"OggS" + bytes(200)
     request = await answered(
         fake,
         capture,
         start_bot,
         lambda: fake.direct_message(
-            fake.alice, "", files=[FakeFile("voice-message.ogg", ogg, "audio/ogg")], voice=True
+            fake.alice, "", files=[FakeFile("voice-message.ogg", OGG, "audio/ogg")], voice=True
         ),
     )
     (file,) = request.files
     assert file.voice_message is True
     assert (file.name, file.mime_type) == ("voice-message.ogg", "audio/ogg")
-    assert capture.results == [[ogg]]
+    assert capture.results == [[OGG]]
 
 
 async def test_a_file_given_to_the_ask_command(
@@ -419,3 +419,25 @@ async def test_the_model_reads_a_log_attached_on_discord(
     assert len(fake.cdn_requests) == 1
     prompt = "\n".join(str(m.get("content")) for m in fake_llm.requests[-1]["messages"])
     assert "importer.log" in prompt and "ERROR importer: batch of 5000 rows timed out" in prompt
+
+
+async def test_a_voice_message_is_heard_and_answered_with_voice(
+    start_bot: StartBot, fake_discord: FakeDiscord, fake_llm: FakeOpenAI
+) -> None:
+    fake = fake_discord
+    bot = await start_bot(
+        llm_transcription_model="whisper-1", tts_engine="openai", tts_base_url=fake_llm.url
+    )
+    fake_llm.transcript = "why is the deploy stuck?"
+    fake_llm.reply("Because the migration holds a lock.")
+    recording = FakeFile("voice-message.ogg", OGG, "audio/ogg")
+    await fake.direct_message(fake.alice, "", files=[recording], voice=True)
+    dm = fake.dm_channels[fake.alice["id"]]
+    await fake.wait_for(lambda: len(fake.messages_in(dm)) == 2)
+    await bot.adapter.idle()
+
+    [heard] = fake_llm.transcription_requests
+    assert heard["filename"] == "voice-message.ogg" and heard["size"] == len(OGG)
+    text, voice = fake.messages_in(dm)
+    assert text.content.startswith("Because the migration holds a lock.")
+    assert voice.flags & IS_VOICE_MESSAGE  # asked by voice, answered by voice
