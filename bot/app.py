@@ -96,6 +96,7 @@ def build_app(
     from core.digest.store import DigestStore
     from core.events import EventLedger
     from core.feature import Feature, closing, commands_of, fallback_of, prompt_of, tools_of
+    from core.feedback.store import FeedbackStore
     from core.llm.usage import UsageRecorder
     from core.memory.history import HistoryStore
     from core.outbox import Outbox, owner_id
@@ -167,6 +168,7 @@ def build_app(
         on_outcome=metrics.digest_run if metrics is not None else lambda _outcome: None,
         clock=clock,
     )
+    feedback = FeedbackStore(db, clock) if settings.feedback else None
     features = [
         built_in.basics(),
         memory_feature,
@@ -174,6 +176,7 @@ def build_app(
         skills_feature,
         built_in.voice(voice, history),
         built_in.digests(digest_store, digests),
+        *([built_in.feedback(feedback)] if feedback is not None else []),
         mcp.feature,
         Feature("extra", tools=tuple(extra_tools)),
         *extra_features,
@@ -245,6 +248,7 @@ def build_app(
         cut_notes=CutNotes(
             outbox, clock, after=timedelta(seconds=settings.request_deadline) + CUT_NOTE_MARGIN
         ),
+        feedback=feedback,
     )
     return App(
         settings=settings,

@@ -26,6 +26,8 @@ from core.digest.commands import digest_commands
 from core.digest.runner import DigestRunner
 from core.digest.store import DigestStore
 from core.feature import Feature, PromptParts
+from core.feedback.commands import feedback_commands
+from core.feedback.store import FeedbackStore
 from core.mcp.commands import mcp_commands
 from core.mcp.confirm import ConfirmationGate
 from core.mcp.confirm_store import ConfirmationStore
@@ -167,3 +169,8 @@ def mcp(
 def digests(store: DigestStore, runner: DigestRunner) -> Feature:
     """Scheduled digests: /digest (the scheduler runs in `worker` and `run`)."""
     return Feature("digests", commands=digest_commands(store, runner))
+
+
+def feedback(store: FeedbackStore) -> Feature:
+    """Ratings of answers: /feedback (the buttons are the adapters'; the records are core's)."""
+    return Feature("feedback", commands=feedback_commands(store))

@@ -467,6 +467,12 @@ class Settings(BaseSettings):
         description="Slack Web API base URL (enterprise proxies); must end in `/api/`; "
         "default `https://slack.com/api/`",
     )
+    feedback: bool = Field(
+        True,
+        validation_alias=_alias("THREADLINE_FEEDBACK", "feedback"),
+        description="Put 👍/👎 buttons under every answer and record ratings (with the answer's "
+        "model, skills and tools, never its text); `/feedback` and the `feedback` digest show them",
+    )
     slack_stream: bool = Field(
         True,
         description="Stream answers into Slack threads with Slack's streaming methods "

@@ -273,3 +273,17 @@ def skill_without_model(name: str) -> str:
         f"No language model is configured, so I cannot run the `{name}` skill for you; "
         "here is the playbook itself:"
     )
+
+
+FEEDBACK_OFF = "Ratings are not recorded here."
+
+
+def feedback_thanks(value: str, previous: str | None) -> str:
+    mark = "👍" if value == "up" else "👎"
+    if previous == value:
+        return f"You had already rated this answer {mark}."
+    if previous is not None:
+        return f"Changed your rating to {mark}. Thanks."
+    if value == "down":
+        return "Thanks for the 👎. The people who look after me will see it."
+    return "Thanks for the 👍."

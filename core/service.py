@@ -15,8 +15,8 @@ from core import commands as cmd
 from core import messages
 from core.errors import Refusal
 from core.logcontext import RequestContext, request_scope
-from core.policy import Policy
-from core.request import Progress, Reply, Request, ThreadReader
+from core.policy import Identity, Policy
+from core.request import Progress, Rating, Reply, Request, ThreadReader
 from core.session import ToolSession, open_session
 from core.streaming import Finished, ReplyEvent, ReplySink, Status, TextDelta, finished
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from core.agent import Agent
     from core.attachments import AttachmentReader, Intake
     from core.events import EventLedger
+    from core.feedback.store import FeedbackStore
     from core.llm.usage import UsageRecorder
     from core.metrics import Metrics
     from core.outbox.cut import CutNotes
@@ -113,6 +114,7 @@ class Core:
         attachments: AttachmentReader | None = None,
         voice: VoiceService | None = None,
         cut_notes: CutNotes | None = None,
+        feedback: FeedbackStore | None = None,
     ) -> None:
         """`agent` answers with the default model (None: none configured); `agents` with the
         models policy rules choose, by provider name. `offline_answer` answers free text when
@@ -141,6 +143,8 @@ class Core:
         self.voice = voice
         # Adapters arm one while an answer is visible but unfinished (`core.outbox.cut`).
         self.cut_notes = cut_notes
+        # Records answers people may rate, and their ratings (None: no 👍/👎 buttons).
+        self.feedback = feedback
 
     @property
     def model_configured(self) -> bool:
@@ -316,7 +320,47 @@ class Core:
             # the question was a voice message: a voice reply, where voice replies are set up.
             title = " ".join(intake.spoken) if intake is not None and spoken else text
             reply = await self._attach_voice(session, reply, title, deadline)
-        return reply
+        return await self._rateable(session, agent, reply, skills)
+
+    async def _rateable(
+        self, session: ToolSession, agent: Agent, reply: Reply, skills: Sequence[str]
+    ) -> Reply:
+        """`reply` with the id of its answer record, so people can rate it. A failure to
+        record costs the buttons, never the answer."""
+        if self.feedback is None or not reply.ok or not reply.text.strip():
+            return reply
+        try:
+            answer_id = await self.feedback.record(
+                session,
+                model=agent.model.spec.model,
+                skills=skills,
+                tools=[c.name for c in reply.tool_calls],
+            )
+        except Exception:
+            log.exception("request %s: the answer was not recorded for ratings", session.request_id)
+            return reply
+        return replace(reply, answer_id=answer_id)
+
+    async def rate(self, rating: Rating) -> Reply:
+        """Store a 👍/👎 on an answer. Never raises: a refusal (an answer from another channel,
+        a value that is not a rating) becomes a private reply."""
+        if self.feedback is None:
+            return Reply(messages.FEEDBACK_OFF, ok=False, ephemeral=True)
+        identity = Identity(
+            rating.platform, rating.tenant, rating.channel, rating.user, frozenset(rating.roles)
+        )
+        try:
+            rated = await self.feedback.rate(
+                identity, rating.answer_id, rating.value, reason=rating.reason, link=rating.link
+            )
+        except Refusal as exc:
+            return Reply(str(exc), ok=False, ephemeral=True)
+        except Exception:
+            log.exception("a rating on %s could not be stored", rating.platform)
+            return Reply(messages.INTERNAL_ERROR, ok=False, ephemeral=True)
+        if self._metrics is not None:
+            self._metrics.rated(rating.platform, rated.value, rated.model)
+        return Reply(messages.feedback_thanks(rated.value, rated.previous), ephemeral=True)
 
     async def _read_files(
         self, session: ToolSession, agent: Agent, files: Sequence[IncomingFile], text: str
