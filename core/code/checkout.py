@@ -62,7 +62,8 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
     }
     try:
         return subprocess.run(
-            ["git", "-C", str(root), *args],
+            # No fsmonitor hook: a repository's own config must not run a program here.
+            ["git", "-c", "core.fsmonitor=false", "-C", str(root), *args],
             env=env,
             stdin=subprocess.DEVNULL,
             capture_output=True,
