@@ -20,7 +20,7 @@ from core.agent.thread_context import HEADER
 from tests.adapters.slack.test_slack import StartApp, fake_slack, serve_slack
 from tests.support.fakes.openai_server import FakeOpenAI
 from tests.support.fakes.slack_api import FakeSlack
-from tests.support.fakes.slack_events import event_body, mention
+from tests.support.fakes.slack_events import event_body, mention, message
 
 __all__ = ["fake_slack", "serve_slack"]  # fixtures shared with the Slack tests
 
@@ -250,3 +250,25 @@ async def test_threads_are_kept_per_tenant_channel_and_thread_the_least_recent_d
     assert reads == [("C1", None), ("C2", None), ("C1", ROOT), ("C3", None)]
     await cache.reader("T1", "C2", ROOT, "1800000000.0").earlier()  # C2 was dropped: read anew
     assert fake_slack.calls("conversations.replies")[-1].args.get("oldest") is None
+
+
+def test_a_follow_up_in_a_thread_threadline_answers_works_as_before(
+    serve_slack: StartApp, fake_slack: FakeSlack, fake_llm: FakeOpenAI
+) -> None:
+    app = serve_slack()
+    fake_slack.add_message("C1", f"<@{fake_slack.bot_user_id}> what broke?", ts=ROOT)
+    fake_llm.reply("The nightly deploy.")
+    app.post_event(mention("what broke?", ts=ROOT))
+    app.idle()
+    fake_slack.add_message("C1", "and why?", ts=FIRST, thread_ts=ROOT)
+    fake_llm.reply("A migration timed out.")
+
+    app.post_event(message("and why?", ts=FIRST, thread_ts=ROOT))
+    app.idle()
+
+    sent = fake_llm.requests[1]
+    assert len(fake_slack.calls("conversations.replies")) == 1  # read for the follow-up...
+    assert context_of(sent) is None  # ... with nothing the thread's history does not hold
+    conversation = [m["content"] for m in sent["messages"] if m["role"] != "system"]
+    assert conversation[-3:] == ["what broke?", "The nightly deploy.", "and why?"]
+    assert fake_slack.shown("C1")[-1] == "A migration timed out."
