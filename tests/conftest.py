@@ -6,7 +6,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -14,6 +14,10 @@ import pytest
 from tests.support.clocks import PINNED, Clock
 from tests.support.fakes.openai_server import FakeOpenAI
 from tests.support.mcp import make_world  # noqa: F401  (a fixture, shared with every test)
+
+if TYPE_CHECKING:
+    from config.settings import Settings
+    from core.store.engine import Database
 
 PG_URL = os.environ.get("TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -132,7 +136,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 @pytest.fixture
-async def open_db(database_url: str) -> AsyncIterator[Callable[[], Any]]:
+async def open_db(database_url: str) -> AsyncIterator[Callable[[], Database]]:
     """`Database` handles on the test URL, each one standing for a process of its own; all are
     disposed at the end."""
     from core.store.engine import Database
@@ -177,10 +181,10 @@ def write_policy(tmp_path: Path) -> Callable[[str], Path]:
 
 
 @pytest.fixture
-def make_settings(tmp_path: Path, write_policy: Callable[[str], Path]) -> Callable[..., Any]:
+def make_settings(tmp_path: Path, write_policy: Callable[[str], Path]) -> Callable[..., Settings]:
     from config.settings import load_settings
 
-    def make(**overrides: Any) -> Any:
+    def make(**overrides: Any) -> Settings:
         overrides.setdefault("data_dir", tmp_path / "data")
         overrides.setdefault("policy_file", write_policy(POLICY_ALL))
         # The shipped example skills would add to every prompt; skills tests ask for them.
@@ -215,7 +219,7 @@ class BotHarness:
 
 @pytest.fixture
 async def make_bot(
-    make_settings: Callable[..., Any],
+    make_settings: Callable[..., Settings],
 ) -> AsyncIterator[Callable[..., BotHarness]]:
     from bot.app import build_app
 
