@@ -111,7 +111,7 @@ async def measure(messages: int, runs: int) -> tuple[dict[str, list[float]], dic
             data = await file.fetch(max_bytes=32 * MB, timeout=30.0)
             facts[f"fetch {name} (s)"] = time.perf_counter() - started
             assert len(data) == size
-        fake.cdn_chunked = True
+        fake.cdn.chunked = True
         file = attachment(fake, 25 * MB)
         started = time.perf_counter()
         try:

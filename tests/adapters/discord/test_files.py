@@ -140,9 +140,9 @@ async def test_a_file_on_a_mention_reaches_core_and_downloads_from_the_cdn(
     assert (file.name, file.size, file.mime_type) == ("importer.log", len(LOG), "text/plain")
     assert file.voice_message is False
     assert capture.results == [[LOG]]
-    (download,) = fake.cdn_requests
+    (download,) = fake.cdn.requests
     assert download.path.endswith("/importer.log") and download.query["hm"]
-    (headers,) = fake.cdn_headers
+    (headers,) = fake.cdn.headers
     assert "Authorization" not in headers and "Cookie" not in headers  # no credentials
     assert headers["Accept-Encoding"] == "identity"  # the bytes as stored
     assert "url=" not in repr(file) and "hm=" not in repr(file)  # the signed URL stays hidden
@@ -162,7 +162,7 @@ async def test_nothing_is_downloaded_unless_core_asks(
         ),
     )
     assert [f.name for f in request.files] == ["a.txt"]
-    assert fake.cdn_requests == []
+    assert fake.cdn.requests == []
 
 
 async def test_files_of_a_follow_up_and_of_a_direct_message(
@@ -253,14 +253,14 @@ async def test_a_forged_url_elsewhere_is_never_requested(
     assert isinstance(error, FileFetchError)
     assert "secrets.txt" in str(error) and "Discord" in str(error)
     assert str(stranger.port) not in str(error)  # for people: no address
-    assert stranger.requests == [] and fake.cdn_requests == []
+    assert stranger.requests == [] and fake.cdn.requests == []
 
 
 async def test_a_redirect_away_from_the_cdn_is_not_followed(
     start_bot: StartBot, fake_discord: FakeDiscord, stranger: Stranger
 ) -> None:
     fake, capture = fake_discord, Capture(fetch_all)
-    fake.cdn_redirect = f"{stranger.url}/elsewhere"
+    fake.cdn.redirect = f"{stranger.url}/elsewhere"
     await answered(
         fake,
         capture,
@@ -271,7 +271,7 @@ async def test_a_redirect_away_from_the_cdn_is_not_followed(
     )
     [[error]] = capture.results
     assert isinstance(error, FileFetchError)
-    assert len(fake.cdn_requests) == 1 and stranger.requests == []
+    assert len(fake.cdn.requests) == 1 and stranger.requests == []
 
 
 async def fetch_small(request: Request) -> bytes | FileFetchError:
@@ -290,7 +290,7 @@ async def test_a_file_over_max_bytes_raises(
     # "stated size": the message says 300 KB; else it claims 10 bytes and the CDN sends more,
     # with its length up front or as a stream of unknown length.
     claimed = None if how == "stated size" else 10
-    fake.cdn_chunked = how == "streamed"
+    fake.cdn.chunked = how == "streamed"
     await answered(
         fake,
         capture,
@@ -305,14 +305,14 @@ async def test_a_file_over_max_bytes_raises(
     [error] = capture.results
     assert isinstance(error, FileFetchError)
     assert "dump.bin" in str(error) and "1000 bytes" in str(error)
-    assert len(fake.cdn_requests) == (0 if how == "stated size" else 1)
+    assert len(fake.cdn.requests) == (0 if how == "stated size" else 1)
 
 
 async def test_a_download_that_stalls_times_out(
     start_bot: StartBot, fake_discord: FakeDiscord
 ) -> None:
     fake = fake_discord
-    held = fake.cdn_held = asyncio.Event()
+    held = fake.cdn.held = asyncio.Event()
 
     async def fetch_quickly(request: Request) -> FileFetchError | bytes:
         try:
@@ -345,12 +345,12 @@ async def test_a_failed_download_logs_no_signature(
         await fake.post_message(
             fake.alice, fake.general, f"{fake.mention()} hi", files=[FakeFile("gone.txt", b"a")]
         )
-        fake.cdn.clear()  # deleted since: the CDN answers 404
+        fake.cdn.files.clear()  # deleted since: the CDN answers 404
 
     request = await answered(fake, capture, start_bot, post)
     [[error]] = capture.results
     assert isinstance(error, FileFetchError) and "gone.txt" in str(error)
-    (download,) = fake.cdn_requests
+    (download,) = fake.cdn.requests
     assert "/attachments/" in caplog.text  # the failure is logged...
     assert download.query["hm"] not in caplog.text  # ...without the signed query
     assert isinstance(request.files[0], IncomingFile)
@@ -416,7 +416,7 @@ async def test_the_model_reads_a_log_attached_on_discord(
 
     [answer] = fake.messages_in(thread)
     assert answer.content.startswith("The batch of 5000 rows is too large.")
-    assert len(fake.cdn_requests) == 1
+    assert len(fake.cdn.requests) == 1
     prompt = "\n".join(str(m.get("content")) for m in fake_llm.requests[-1]["messages"])
     assert "importer.log" in prompt and "ERROR importer: batch of 5000 rows timed out" in prompt
 

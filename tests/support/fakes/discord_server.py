@@ -6,6 +6,8 @@ websocket speaking the real protocol, driven by the real discord.py client.
     msg = await fake.post_message(fake.alice, fake.general, "<@bot> why?")   # MESSAGE_CREATE
     await fake.wait_for(lambda: fake.messages_in(thread_id))                 # recorded, no sleep
     inter = await fake.slash(fake.alice, "budget")                           # INTERACTION_CREATE
+    await fake.post_message(fake.alice, thread, "see log", files=[FakeFile("a.log", b"...")])
+    fake.seed_messages(thread, 300)      # history written before: GET /channels/{id}/messages
     click = await fake.click(fake.alice, posted, "tl:fb:down:…")             # a button
     await fake.submit_modal(fake.alice, click, {"reason": "stale"})          # the form it opened
     await fake.disconnect(replay=1)      # drop the socket; the resume re-delivers one event
@@ -32,7 +34,8 @@ What it is careful about, because discord.py 2.7.1 depends on it:
   an invalid session (op 9) makes the client identify again, which fires `on_ready` again.
 
 Everything runs on the test's event loop; tests wait on recorded events with `wait_for`.
-The gateway protocol lives in `discord_gateway`, the HTTP conventions in `discord_http`.
+The gateway protocol lives in `discord_gateway`, the HTTP conventions in `discord_http`, the
+CDN serving attached files (signed URLs, on this fake's origin) in `discord_cdn`.
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ from adapters.discord.payloads import (
     User,
 )
 from tests.support.fakes import discord_world as world
+from tests.support.fakes.discord_cdn import FakeCdn
 from tests.support.fakes.discord_gateway import FakeGateway
 from tests.support.fakes.discord_http import (
     Call,
@@ -127,13 +131,6 @@ class FakeFile:
     content_type: str | None = "application/octet-stream"
     claimed_size: int | None = None  # the size the message states (default: the real one)
     url: str | None = None  # a URL of its own instead of the CDN's (a forged attachment)
-
-
-@dataclass
-class CdnObject:
-    data: bytes
-    content_type: str | None
-    signature: str
 
 
 @dataclass
@@ -220,12 +217,7 @@ class FakeDiscord:
         self.user_messages: dict[str, Message] = {}
         self.unhandled: list[str] = []
         # The CDN: attachment path -> its bytes; every download asked for, query included.
-        self.cdn: dict[str, CdnObject] = {}
-        self.cdn_requests: list[Call] = []
-        self.cdn_headers: list[dict[str, str]] = []  # the headers of each download
-        self.cdn_chunked = False  # send files without Content-Length (a stream)
-        self.cdn_held: asyncio.Event | None = None  # set: downloads wait for it
-        self.cdn_redirect: str | None = None  # set: downloads are answered 302 to there
+        self.cdn = FakeCdn(lambda: self.api_url, self.changed)  # attached files
         # Channels where voice messages are refused (error 50173), as a server may set it.
         self.no_voice_messages: set[str] = set()
 
@@ -246,7 +238,7 @@ class FakeDiscord:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/gateway", self.gateway.handle)
         app.router.add_route("*", "/api/v10/{path:.*}", self._rest)
-        app.router.add_get("/attachments/{path:.*}", self._cdn_download)
+        self.cdn.route(app)
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -476,17 +468,11 @@ class FakeDiscord:
         data["guild_id"] = self.guild_of(channel_id)
         await self.dispatch("MESSAGE_DELETE_BULK", data)
 
-    def cdn_url(self, path: str, signature: str) -> str:
-        """A signed CDN URL, as Discord's (`ex`, `is`, `hm` in the query)."""
-        return f"{self.api_url}/attachments/{path}?ex=6790f1a4&is=678fa024&hm={signature}&"
-
     def _attach(self, message: Message, files: Sequence[FakeFile], *, voice: bool) -> None:
         for file in files:
             attachment_id = self._id()
             path = f"{message['channel_id']}/{attachment_id}/{file.filename}"
-            signature = secrets.token_hex(16)
-            self.cdn[path] = CdnObject(file.data, file.content_type, signature)
-            url = file.url or self.cdn_url(path, signature)
+            url = file.url or self.cdn.store(path, file.data, file.content_type)
             size = file.claimed_size if file.claimed_size is not None else len(file.data)
             attachment: MessageAttachment = {
                 "id": attachment_id,
@@ -1004,34 +990,6 @@ class FakeDiscord:
         else:
             found = found[-limit:]
         return json_response(200, found[::-1])
-
-    async def _cdn_download(self, request: web.Request) -> web.StreamResponse:
-        """An attachment from the CDN, when its URL is signed as handed out."""
-        path = request.match_info["path"]
-        call = Call("GET", f"/attachments/{path}", dict(request.query), None, [], time.monotonic())
-        self.cdn_requests.append(call)
-        self.cdn_headers.append(dict(request.headers))
-        await self.changed()
-        stored = self.cdn.get(path)
-        if stored is None or request.query.get("hm") != stored.signature:
-            return web.Response(status=404, text="This content is no longer available.")
-        if self.cdn_held is not None:
-            await self.cdn_held.wait()
-        if self.cdn_redirect is not None:
-            return web.Response(status=302, headers={"Location": self.cdn_redirect})
-        content_type = stored.content_type or "application/octet-stream"
-        if not self.cdn_chunked:
-            return web.Response(body=stored.data, headers={"Content-Type": content_type})
-        response = web.StreamResponse(headers={"Content-Type": content_type})
-        response.enable_chunked_encoding()
-        await response.prepare(request)
-        try:
-            for start in range(0, len(stored.data), 16 * 1024):
-                await response.write(stored.data[start : start + 16 * 1024])
-            await response.write_eof()
-        except (ConnectionResetError, ConnectionError):
-            pass  # the client stopped reading (a download cut short)
-        return response
 
     async def _edit_message(self, call: Call) -> web.Response:
         posted = self._own_message(call)
