@@ -276,6 +276,7 @@ def skill_without_model(name: str) -> str:
 
 
 FEEDBACK_OFF = "Ratings are not recorded here."
+FEEDBACK_REASON_NOTED = "Thanks, your reason is noted with your 👎."
 
 
 def feedback_thanks(value: str, previous: str | None) -> str:

@@ -360,6 +360,9 @@ class Core:
             return Reply(messages.INTERNAL_ERROR, ok=False, ephemeral=True)
         if self._metrics is not None:
             self._metrics.rated(rating.platform, rated.value, rated.model)
+        if rated.value == rated.previous == "down" and (rating.reason or "").strip():
+            # The 👎 form sent back: the rating was thanked for when it was clicked.
+            return Reply(messages.FEEDBACK_REASON_NOTED, ephemeral=True)
         return Reply(messages.feedback_thanks(rated.value, rated.previous), ephemeral=True)
 
     async def _read_files(

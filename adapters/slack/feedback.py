@@ -192,8 +192,7 @@ class SlackFeedback:
                 link=message_link(channel, ts, thread_ts),
             )
         )
-        if not reply.ok:  # a stored reason needs no second note: the 👎 was thanked already
-            await self._tell(channel, user, thread_ts, reply.text)
+        await self._tell(channel, user, thread_ts, reply.text)
 
     async def _ask_why(
         self, trigger: str, answer_id: str, channel: str, ts: str, thread_ts: str | None

@@ -116,6 +116,8 @@ async def test_answers_carry_an_id_people_rate_and_admins_see(
         thanks = await bot.core.rate(rating(reply.answer_id, value, reason="stale advice"))
         assert thanks.ok and thanks.ephemeral
     assert "Changed your rating to 👎" in thanks.text
+    noted = await bot.core.rate(rating(reply.answer_id, "down", reason="and slow"))
+    assert noted.text == "Thanks, your reason is noted with your 👎."  # the 👎 form sent back
     await bot.core.rate(rating(reply.answer_id, "up", user="carol"))
     outsider = await bot.core.rate(
         Rating("console", "local", "elsewhere", "mallory", reply.answer_id, "down")
@@ -132,7 +134,7 @@ async def test_answers_carry_an_id_people_rate_and_admins_see(
 
     metrics = bot.app.metrics.render()[0].decode()
     assert (
-        'threadline_answer_feedback_total{model="fake-model",platform="console",value="down"} 2.0'
+        'threadline_answer_feedback_total{model="fake-model",platform="console",value="down"} 3.0'
         in metrics
     )
 
