@@ -6,15 +6,19 @@ that answered, or to a second web process on the same database.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from sqlmodel import select
 
 from adapters.slack.feedback import ACTION_ID, REASON_BLOCK, REASON_INPUT, REASON_VIEW
+from bot.app import build_app, build_slack
 from core.store.models import AnswerRating
 from tests.adapters.slack.test_slack import fake_slack, serve_slack
+from tests.conftest import POLICY_ALL
 from tests.support.fakes.openai_server import FakeOpenAI
 from tests.support.fakes.slack_api import FakeSlack
 from tests.support.fakes.slack_events import (
@@ -251,3 +255,60 @@ def test_without_feedback_there_are_no_buttons(
     app.post_event(mention("why?"))
     app.idle()
     assert fake_slack.posted("C1") and not any(_buttons(m) for m in fake_slack.posted("C1"))
+
+
+async def test_clicks_and_the_form_work_over_socket_mode(
+    make_settings: Callable[..., Any],
+    write_policy: Callable[[str], Path],
+    fake_slack: FakeSlack,
+    fake_llm: FakeOpenAI,
+) -> None:
+    """`threadline run` with an app token: the click and the form arrive as `interactive`
+    envelopes, acknowledged over the socket."""
+    settings = make_settings(
+        policy_file=write_policy(POLICY_ALL),
+        llm_base_url=fake_llm.url,
+        llm_model="fake-model",
+        llm_max_retries=0,
+        slack_bot_token=fake_slack.bot_token,
+        slack_app_token=fake_slack.app_token,
+        slack_api_url=fake_slack.api_url,
+    )
+    app = build_app(settings)
+    await app.db.create_all()
+    slack = build_slack(app, "socket")
+    await slack.start()
+    stop = asyncio.Event()
+    serving = asyncio.create_task(slack.run_socket_mode(stop))
+    try:
+        fake_llm.reply("Because of the cache.")
+        event = mention("why?", ts=new_ts())
+        await asyncio.to_thread(fake_slack.send_envelope, "events_api", event, 20)
+        answer = await asyncio.to_thread(
+            fake_slack.wait_for,
+            lambda: any(_buttons(m) for m in fake_slack.posted("C1")),
+            30,
+            "the answer's buttons",
+        )
+        assert answer
+        (posted,) = [m for m in fake_slack.posted("C1") if _buttons(m)]
+        click = feedback_click(posted, "down", user="U2")
+        envelope = await asyncio.to_thread(fake_slack.send_envelope, "interactive", click)
+        await asyncio.to_thread(fake_slack.wait_ack, envelope)
+        async with asyncio.timeout(30):
+            await slack.idle()
+        (view,) = fake_slack.views
+        form = view_submission(view, {REASON_BLOCK: {REASON_INPUT: "stale"}}, user="U2")
+        envelope = await asyncio.to_thread(fake_slack.send_envelope, "interactive", form)
+        await asyncio.to_thread(fake_slack.wait_ack, envelope)
+        async with asyncio.timeout(30):
+            await slack.idle()
+        async with app.db.session() as s:
+            rows = (await s.exec(select(AnswerRating))).all()
+        assert [(r.user, r.value, r.reason) for r in rows] == [("U2", "down", "stale")]
+        assert [text for _, _, text in _ephemerals(fake_slack)][-1] == NOTED
+    finally:
+        stop.set()
+        await serving
+        await slack.aclose()
+        await app.aclose()
