@@ -206,7 +206,7 @@ def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]
         available=any_repo,
         activity="Following `{symbol}` in the code graph",
     )
-    async def code_graph(ctx: ToolContext, args: GraphArgs) -> str:
+    async def code_graph(ctx: ToolContext, args: GraphArgs) -> str | ToolResult:
         """The code graph around a definition: where it is, what it extends/implements and
         what extends it, what it imports, who calls it (callers) and what it calls (callees),
         each edge with file:line. Use it for impact questions ("what breaks if I change X?").
@@ -221,7 +221,12 @@ def code_tools(store: RepoStore, search: CodeSearch | None = None) -> list[Tool]
             depth=args.depth,
             sections=tuple(args.include) if args.include else SECTIONS,
         )
-        return answer.text
+        if answer.view is None:
+            return answer.text
+        # The definition it is about, named at the top: a source when the answer names it.
+        d = answer.view.focus
+        found = CodeLocation(d.repo, d.path, d.line, max(d.line, d.end_line), "graph", d.symbol)
+        return ToolResult(answer.text, (found,))
 
     tools = [grep_code, glob_files, read_file, code_graph]
     tools += [search_code] if search is not None else []

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-LocationKind = Literal["read", "search", "grep"]
+LocationKind = Literal["read", "search", "grep", "graph"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -199,6 +199,21 @@ async def test_a_configured_forge_host_links(make_app: Make, tmp_path: Path) -> 
     assert reply.sources == (Source("code", "cmd/main.go:3", url),)
 
 
+async def test_the_definition_code_graph_showed_is_a_source_when_named(
+    make_app: Make, tmp_path: Path
+) -> None:
+    app, model = make_app()
+    root, commit = pushed_repo(tmp_path / "src")
+    await register(app, root)
+    model.tool_calls(("code_graph", {"symbol": NEEDLE, "repo": "api"}))
+    model.reply(f"`{NEEDLE}` calls `deliver` up to three times.")
+
+    reply = await ask(app, f"what does {NEEDLE} call?")
+
+    url = link(commit, "src/app.py", "L4-L8")
+    assert reply.sources == (Source("code", "src/app.py:4-8", url),)
+
+
 async def test_memory_scopes_the_answer_used_are_named(make_app: Make, tmp_path: Path) -> None:
     app, model = make_app()
     assert (await ask(app, "/save We deploy with Helm from the release-tools repository")).ok
