@@ -13,12 +13,14 @@ import pytest
 from sqlmodel import select
 
 from adapters.discord.feedback import REASON_INPUT, custom_id
+from core.request import Reply
 from core.store.models import AnswerRating
 from tests.adapters.discord.test_discord import RunningBot, ask_in_channel, start_bot
+from tests.adapters.discord.test_stream_gateway import Streaming, streaming
 from tests.support.fakes.discord_server import FakeDiscord, InteractionState, Posted
 from tests.support.fakes.openai_server import FakeOpenAI
 
-__all__ = ["start_bot"]  # the fixture shared with the Discord tests
+__all__ = ["start_bot", "streaming"]  # fixtures shared with the Discord tests
 
 StartBot = Callable[..., Awaitable[RunningBot]]
 REFUSED = "That answer can no longer be rated."
@@ -215,3 +217,54 @@ async def test_without_feedback_there_are_no_buttons(
     bot = await start_bot(feedback=False)
     answer = await _answer(fake_discord, fake_llm, bot)
     assert answer.components == []
+
+
+# -- where the buttons go when the streamed message cannot take them -----------------------------
+
+RATED = "a" * 32
+
+
+async def test_a_streamed_answer_gets_its_buttons_with_the_final_edit(
+    streaming: Streaming,
+) -> None:
+    s, fake = streaming, streaming.fake
+    thread = await s.ask("why?")
+    s.script.text("Because the batch size is 10,000 rows.")
+    [message] = await fake.wait_for(lambda: fake.messages_in(thread))
+    assert message.components == []  # none while it is being written
+    s.script.finish(Reply("Because the batch size is 10,000 rows.", answer_id=RATED))
+    await s.done()
+    assert fake.messages_in(thread) == [message]
+    assert _buttons(message) == {"👍": custom_id("up", RATED), "👎": custom_id("down", RATED)}
+
+
+async def test_edits_refused_put_the_buttons_under_the_rest(streaming: Streaming) -> None:
+    s, fake = streaming, streaming.fake
+    thread = await s.ask("why?")
+    s.script.text("Because the batch")
+    await fake.wait_for(lambda: fake.messages_in(thread))
+    fake.fail_next("PATCH", rf"/channels/{thread}/messages/\d+", 403, code=50001)
+    s.script.text(" size is 10,000 rows.")
+    await s.time.next()  # the live edit is refused
+    await fake.wait_for(lambda: fake.calls_to("PATCH", rf"/channels/{thread}/messages/\d+"))
+    s.script.finish(Reply("Because the batch size is 10,000 rows.", answer_id=RATED))
+    await s.done()
+    first, rest = fake.messages_in(thread)
+    assert rest.content == " size is 10,000 rows."
+    assert not _buttons(first) and _buttons(rest)["👎"] == custom_id("down", RATED)
+
+
+async def test_a_message_deleted_meanwhile_is_posted_again_with_the_buttons(
+    streaming: Streaming,
+) -> None:
+    s, fake = streaming, streaming.fake
+    thread = await s.ask("why?")
+    s.script.text("Because the batch")
+    [message] = await fake.wait_for(lambda: fake.messages_in(thread))
+    message.deleted = True  # a moderator removed it
+    s.script.text(" size is 10,000 rows.")
+    s.script.finish(Reply("Because the batch size is 10,000 rows.", answer_id=RATED))
+    await s.done()
+    [final] = fake.messages_in(thread)
+    assert final.content == "Because the batch size is 10,000 rows."
+    assert _buttons(final)["👍"] == custom_id("up", RATED)
