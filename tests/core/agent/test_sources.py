@@ -155,6 +155,27 @@ async def test_at_most_five_sources_files_read_in_order_after_named_ones(
     assert reply.sources[0].url == link(commit, "src/app.py", "L11")
 
 
+async def test_lines_cut_from_a_result_before_the_model_saw_them_are_not_sources(
+    make_app: Make, tmp_path: Path
+) -> None:
+    app, model = make_app(tool_max_result_chars=300)
+    root, _ = pushed_repo(tmp_path / "src")
+    write(root, "big.txt", "".join(f"line number {n}\n" for n in range(1, 101)))
+    git(root, "add", "big.txt")
+    git(root, "commit", "-q", "-m", "big")
+    git(root, "update-ref", "refs/remotes/origin/main", "HEAD")
+    await register(app, root)
+    model.tool_calls(("read_file", {"repo": "api", "path": "big.txt"}))
+    model.reply("The file counts lines.")
+
+    reply = await ask(app, "what is in big.txt?")
+
+    # 300 characters hold the header and about 13 of the 100 lines read: two blocks of ten.
+    shown = model.requests[-1].messages[-1]["content"]
+    assert "line number 13" in shown and "line number 25" not in shown
+    assert [s.label for s in reply.sources] == ["big.txt:1-20"]
+
+
 async def test_no_link_for_an_unpushed_commit_a_changed_file_or_an_unknown_forge(
     make_app: Make, tmp_path: Path
 ) -> None:
