@@ -18,6 +18,7 @@ from adapters.slack.feedback import ACTION_ID, REASON_BLOCK, REASON_INPUT, REASO
 from bot.app import build_app, build_slack
 from core.store.models import AnswerRating
 from tests.adapters.slack.test_slack import fake_slack, serve_slack
+from tests.adapters.slack.test_stream_web import answer_text
 from tests.conftest import POLICY_ALL
 from tests.support.fakes.openai_server import FakeOpenAI
 from tests.support.fakes.slack_api import FakeSlack
@@ -312,3 +313,28 @@ async def test_clicks_and_the_form_work_over_socket_mode(
         await serving
         await slack.aclose()
         await app.aclose()
+
+
+def test_with_edits_refused_the_buttons_go_under_the_rest_then_under_whole_answers(
+    serve_slack: StartApp, fake_slack: FakeSlack, fake_llm: FakeOpenAI
+) -> None:
+    app = serve_slack(edit_interval=0.2)
+    fake_slack.refuse_streaming()
+    fake_slack.refuse_updates("cant_update_message")
+    answer = answer_text()
+    fake_llm.stream_rate = 40
+    fake_llm.reply(answer)
+    app.post_event(mention("where?"))
+    app.idle()
+    first, rest = fake_slack.posted("C1")
+    assert not _buttons(first) and _buttons(rest)  # the answer's last message has them
+    assert first["text"] + rest["text"] == answer
+
+    fake_llm.reply("A whole answer.")
+    app.post_event(mention("again?", channel="C2"))
+    app.idle()
+    (whole,) = fake_slack.posted("C2")  # posted whole (the workspace takes no edits)
+    assert whole["text"] == "A whole answer." and _buttons(whole)
+    app.post_interaction(feedback_click(whole, "up", channel="C2", user="U2"))
+    app.idle()
+    assert _ephemerals(fake_slack) == [("C2", "U2", THANKS_UP)]
