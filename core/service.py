@@ -288,8 +288,8 @@ class Core:
             if self._offline_answer is not None:
                 reply = await self._offline_answer(session, text)
                 if reply is not None:
-                    return reply
-            return Reply(messages.NO_MODEL, ok=False)
+                    return _files_unread(reply, files)
+            return _files_unread(Reply(messages.NO_MODEL, ok=False), files)
         intake = await self._read_files(session, agent, files, text) if files else None
         if intake is not None:
             from core.attachments import notices
@@ -439,6 +439,15 @@ class Core:
             progress=progress,
             speak=speak if voice is not None else None,
         )
+
+
+def _files_unread(reply: Reply, files: Sequence[IncomingFile]) -> Reply:
+    """`reply` (given without a model) with a notice that the attached files were not read."""
+    if not files:
+        return reply
+    from core.attachments import notices
+
+    return replace(reply, notices=(*reply.notices, notices.no_model([f.name for f in files])))
 
 
 def _check_identity(request: Request) -> None:

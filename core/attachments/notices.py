@@ -88,6 +88,11 @@ def bad_image(name: str) -> str:
     return f"`{name}`: the image could not be read, so it was not shown to the model."
 
 
+def no_model(names: list[str]) -> str:
+    listed = ", ".join(f"`{n}`" for n in names)
+    return f"No language model is configured, so the attached files were not read: {listed}."
+
+
 def cannot_transcribe(name: str) -> str:
     return (
         f"`{name}`: voice and audio cannot be transcribed here (no transcription model is "

@@ -84,6 +84,14 @@ async def test_nothing_readable_and_no_text_is_said_without_a_model_call(
     assert fake_llm.requests == []
 
 
+async def test_without_a_model_the_files_are_said_to_be_unread(make_bot: MakeBot) -> None:
+    bot = make_bot()  # no LLM configured: a supported mode
+    reply = await ask(bot, "what is in this log?", served("app.log", b"ERROR x\n"))
+    assert reply.notices[-1] == (
+        "No language model is configured, so the attached files were not read: `app.log`."
+    )
+
+
 async def test_a_file_without_text_is_still_asked_about(
     make_bot: MakeBot, fake_llm: FakeOpenAI
 ) -> None:
