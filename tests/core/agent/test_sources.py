@@ -171,7 +171,7 @@ async def test_lines_cut_from_a_result_before_the_model_saw_them_are_not_sources
     reply = await ask(app, "what is in big.txt?")
 
     # 300 characters hold the header and about 13 of the 100 lines read: two blocks of ten.
-    shown = model.requests[-1].messages[-1]["content"]
+    shown = str(model.requests[-1].messages[-1]["content"])
     assert "line number 13" in shown and "line number 25" not in shown
     assert [s.label for s in reply.sources] == ["big.txt:1-20"]
 
