@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import yarl
 
+from adapters.discord.lib import discord
 from core import messages
 from core.request import FileFetchError, IncomingFile
 
@@ -151,14 +152,24 @@ def incoming_file(
     )
 
 
-def message_files(message: Any, origins: Iterable[str]) -> tuple[IncomingFile, ...]:
-    """The attachments of a discord.py `Message` (a voice message's one audio file is
-    marked)."""
+def message_files(message: discord.Message, origins: Iterable[str]) -> tuple[IncomingFile, ...]:
+    """The attachments of a message (a voice message's one audio file is marked), then those
+    of the message it replies to in the same channel: "@Threadline what is wrong here?" as a
+    reply to someone's log asks about that log."""
     listed = tuple(origins)
+    files = _attachments(message, listed)
+    reference = message.reference
+    replied = reference.resolved if reference is not None else None
+    if isinstance(replied, discord.Message) and replied.channel.id == message.channel.id:
+        files += _attachments(replied, listed)
+    return files
+
+
+def _attachments(message: discord.Message, origins: tuple[str, ...]) -> tuple[IncomingFile, ...]:
     voice = bool(message.flags.value & IS_VOICE_MESSAGE)
     return tuple(
         incoming_file(
-            a.filename, a.size, a.content_type, a.url, origins=listed, voice_message=voice
+            a.filename, a.size, a.content_type, a.url, origins=origins, voice_message=voice
         )
         for a in message.attachments
     )

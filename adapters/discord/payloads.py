@@ -163,6 +163,14 @@ class Message(TypedDict):
     type: int  # 0 default, 19 reply, 21 thread starter ...
     flags: int
     nonce: NotRequired[str]  # in the answer to a message sent with one
+    message_reference: NotRequired[MessageReference]  # a reply: the message it answers
+    referenced_message: NotRequired[Message | None]  # ...and that message itself
+
+
+class MessageReference(TypedDict):
+    message_id: str
+    channel_id: str
+    guild_id: NotRequired[str]
 
 
 class Interaction(TypedDict):

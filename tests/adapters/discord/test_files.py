@@ -186,6 +186,27 @@ async def test_files_of_a_follow_up_and_of_a_direct_message(
     assert capture.requests[2].files[0].mime_type == "image/png"
 
 
+async def test_a_mention_replying_to_a_message_asks_about_its_files(
+    start_bot: StartBot, fake_discord: FakeDiscord
+) -> None:
+    fake, capture = fake_discord, Capture(fetch_all)
+    bob = fake.add_member("bob")
+    bot = await start_bot(setup=capture.install)
+    shared = await fake.post_message(
+        bob, fake.general, "the importer log", files=[FakeFile("importer.log", LOG)]
+    )
+    await fake.post_message(
+        fake.alice, fake.general, f"{fake.mention()} what is wrong here?", reply_to=shared
+    )
+    await fake.wait_for(lambda: capture.results)
+    await bot.adapter.idle()
+
+    (request,) = capture.requests  # bob's message itself was not for Threadline
+    assert request.text == "what is wrong here?"
+    assert [f.name for f in request.files] == ["importer.log"]
+    assert capture.results == [[LOG]]
+
+
 async def test_a_voice_message_is_marked(start_bot: StartBot, fake_discord: FakeDiscord) -> None:
     fake, capture = fake_discord, Capture(fetch_all)
     request = await answered(

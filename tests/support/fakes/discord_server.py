@@ -404,9 +404,11 @@ class FakeDiscord:
         *,
         files: Sequence[FakeFile] = (),
         voice: bool = False,
+        reply_to: Message | None = None,
     ) -> Message:
         """A person writes in a guild channel or thread (MESSAGE_CREATE), with `files` attached
-        (`voice`: a recorded voice message, flag IS_VOICE_MESSAGE, its one audio file)."""
+        (`voice`: a recorded voice message, flag IS_VOICE_MESSAGE, its one audio file), as a
+        reply to `reply_to` (type 19, the replied-to message included as Discord does)."""
         channel = self.channels[channel_id]
         if channel["type"] == 11 and world.archived(channel):  # writing reopens an archived thread
             channel["thread_metadata"]["archived"] = False
@@ -417,6 +419,14 @@ class FakeDiscord:
         message["guild_id"] = channel["guild_id"]
         message["member"] = member  # type: ignore[typeddict-item]
         self._attach(message, files, voice=voice)
+        if reply_to is not None:
+            message["type"] = 19
+            message["message_reference"] = {
+                "message_id": reply_to["id"],
+                "channel_id": reply_to["channel_id"],
+                "guild_id": channel["guild_id"],
+            }
+            message["referenced_message"] = reply_to
         self.user_messages[message["id"]] = message
         await self.dispatch("MESSAGE_CREATE", message)
         return message
