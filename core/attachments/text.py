@@ -68,7 +68,16 @@ def read_text(name: str, data: bytes, encoding: str, max_chars: int) -> TextFile
 
     text = _without_key_blocks(decode(data, encoding))
     cut = excerpt(text, max(max_chars, 0))
-    return TextFile(name, replace(cut, text=redact(cut.text, name, log=True)))
+    return TextFile(name, replace(cut, text=redact(cut.text, name, log=reads_as_log(name))))
+
+
+def reads_as_log(name: str) -> bool:
+    """Whether a file is redacted as a log (secret-named `key=value` pairs even unquoted):
+    everything but source code by its name, where `name=value` assigns anything and the
+    code tools' own rules apply (a `.py` file is redacted as `read_file` redacts it)."""
+    from core.code.languages import language_for
+
+    return language_for(name) in (None, "markdown")
 
 
 def _without_key_blocks(text: str) -> str:

@@ -222,3 +222,12 @@ async def test_a_private_key_cut_in_half_by_the_excerpt_is_still_redacted() -> N
     [block] = intake.blocks
     assert "[redacted secret]" in block and "[... lines " in block
     assert body not in block
+
+
+async def test_source_files_keep_the_code_tools_rules_and_other_text_is_read_as_a_log() -> None:
+    code = b"conn = connect(password=pw_from_vault2)\n"
+    log = b"connect password=pw_from_vault2\n"
+    intake = await read([served("db.py", code), served("db.txt", log), served("out", log)])
+    py, txt, bare = intake.blocks
+    assert "password=pw_from_vault2" in py  # an argument in code, as read_file shows it
+    assert "pw_from_vault2" not in txt and "pw_from_vault2" not in bare
