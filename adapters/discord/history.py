@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("threadline.discord")
 
 PAGE = 100  # Discord's most messages per request
+NO_PERMISSION = "; the bot needs Read Message History there"
 # What people write (default, reply, slash-command and context-menu answers); the rest are
 # system messages (joins, pins, renames, the thread's starter pointer).
 CONVERSATION_TYPES = frozenset({0, 19, 20, 23})
@@ -139,11 +140,12 @@ class ThreadHistory:
                 elif entry.until < message_id:
                     await self._read_on(entry, thread_id, message_id, me)
             except discord.HTTPException as exc:
+                hint = NO_PERMISSION if isinstance(exc, discord.Forbidden) else ""
                 log.warning(
-                    "Discord: cannot read the history of thread %s (%s; the bot needs Read "
-                    "Message History there)",
+                    "Discord: cannot read the history of thread %s (%s)%s",
                     thread_id,
                     describe(exc),
+                    hint,
                 )
             earlier = [m for m in entry.messages if int(m.at) < message_id]
         return earlier[-self.limit :]
