@@ -40,6 +40,7 @@ HEADER = (
     "after them.]"
 )
 _SPACE = re.compile(r"\s+")
+_BREAK = re.compile(r"\n\n")
 
 
 def left_out_note(count: int) -> str:
@@ -85,8 +86,14 @@ def new_to_history(
     messages: Sequence[ThreadMessage], history: Sequence[Message]
 ) -> list[ThreadMessage]:
     """The messages the model has not seen: not Threadline's own (the history holds its
-    answers), not one the history holds as a question already, not empty."""
-    stored = {_plain(text_of(m)) for m in history if m["role"] == "user"}
+    answers), not one the history holds as a question already (alone, or after the blocks of
+    the files it came with), not empty."""
+    stored: set[str] = set()
+    for m in history:
+        if m["role"] == "user":
+            text = text_of(m)
+            stored.add(_plain(text))
+            stored.update(_plain(text[i + 2 :]) for i in _breaks(text))
     return [
         m
         for m in messages
@@ -132,6 +139,11 @@ def quote(message: ThreadMessage) -> str:
         names = ", ".join(_SPACE.sub(" ", n).strip() for n in message.file_names)
         lines.append(f"> [attached: {names}]")
     return "\n".join(lines)
+
+
+def _breaks(text: str) -> list[int]:
+    """Where the paragraphs of `text` break (its last 50 breaks)."""
+    return [m.start() for m in _BREAK.finditer(text)][-50:]
 
 
 def _plain(text: str) -> str:

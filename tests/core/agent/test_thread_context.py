@@ -238,3 +238,12 @@ def test_nothing_to_show_and_no_room_render_nothing() -> None:
         [said("carol", "hi there"), said("x", "", bot=False), said("me", "ok", bot=True)], history
     )
     assert fresh == []
+
+
+def test_a_question_stored_after_its_files_blocks_counts_as_known() -> None:
+    stored = (
+        "[Attached file `a.log`]\n> ERROR 1\n\n[Attached file `b.log`]\n> ok\n\nwhy did it fail?"
+    )
+    history: list[Any] = [{"role": "user", "content": stored}]
+    messages = [said("alice", "why did it fail?", "a.log", "b.log"), said("bob", "ok")]
+    assert thread_context.new_to_history(messages, history) == [said("bob", "ok")]
