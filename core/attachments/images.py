@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import io
+import warnings
 from dataclasses import dataclass
 
 MAX_PIXELS = 60_000_000  # decoded larger than this: refused (a decompression bomb)
@@ -31,14 +32,24 @@ def prepare_image(name: str, data: bytes, max_edge: int, max_bytes: int) -> Imag
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with Image.open(io.BytesIO(data)) as img:
+        with warnings.catch_warnings():
+            # Pillow warns of a decompression bomb before refusing one: refused here either way.
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            img = Image.open(io.BytesIO(data))
+        with img:
             if img.width * img.height > MAX_PIXELS:
                 raise ImageError(f"{img.width}x{img.height} pixels")
             img.seek(0)  # a GIF's (or animated WebP's) first frame
             if img.format == "JPEG":
                 img.draft("RGB", (max_edge, max_edge))  # decode at a reduced scale: fast
             frame = img.convert("RGBA" if _has_alpha(img) else "RGB")
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
+    except (
+        UnidentifiedImageError,
+        OSError,
+        ValueError,
+        Image.DecompressionBombError,
+        Image.DecompressionBombWarning,
+    ) as exc:
         raise ImageError(str(exc)) from None
     frame.thumbnail((max_edge, max_edge))
     alpha = frame.mode == "RGBA"

@@ -231,3 +231,33 @@ async def test_source_files_keep_the_code_tools_rules_and_other_text_is_read_as_
     py, txt, bare = intake.blocks
     assert "password=pw_from_vault2" in py  # an argument in code, as read_file shows it
     assert "pw_from_vault2" not in txt and "pw_from_vault2" not in bare
+
+
+def _png_claiming(width: int, height: int) -> bytes:
+    """A PNG header that claims `width` x `height` pixels, with almost no pixel data."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = zlib.crc32(kind + body)
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    idat = zlib.compress(b"\x00" * 16)
+    chunks = chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+    return b"\x89PNG\r\n\x1a\n" + chunks
+
+
+async def test_an_image_bomb_and_a_broken_image_are_named_not_decoded() -> None:
+    spec = ProviderSpec(name="v", model="m", context_window=32_768, vision=True)
+    files = [
+        served("bomb.png", _png_claiming(30_000, 30_000)),
+        served("huge.png", _png_claiming(9_000, 9_000)),
+        served("broken.jpg", b"\xff\xd8\xff\xe0not really a jpeg"),
+    ]
+    intake = await read(files, spec=spec)
+    assert intake.images == []
+    assert intake.notices == [
+        f"`{name}`: the image could not be read, so it was not shown to the model."
+        for name in ("bomb.png", "huge.png", "broken.jpg")
+    ]
