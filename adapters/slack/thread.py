@@ -40,6 +40,10 @@ MAX_THREADS = 256
 MAX_TEXT = 4_000  # characters kept of one message (Slack allows 40,000)
 NAME_TTL = 3600.0  # seconds a resolved display name is trusted
 MAX_NAMES = 10_000
+# users.info calls per read (authors past them are shown by their id), and at once: a thread of
+# many authors must not spend the workspace's rate limit in one go.
+MAX_LOOKUPS = 50
+LOOKUPS_AT_ONCE = 8
 # Messages that are not somebody saying something (joins, deletions, ...) are skipped.
 _SAID = frozenset({"file_share", "thread_broadcast", "bot_message", "me_message"})
 
@@ -179,10 +183,16 @@ class ThreadCache:
             hit = self._names.get((tenant, user))
             if hit is not None and now - hit[1] < NAME_TTL:
                 known[user] = hit[0]
-        missing = sorted(users - known.keys())
+        missing = sorted(users - known.keys())[:MAX_LOOKUPS]
         if len(self._names) + len(missing) > MAX_NAMES:
             self._names.clear()
-        found = await asyncio.gather(*(self._lookup(u) for u in missing))
+        gate = asyncio.Semaphore(LOOKUPS_AT_ONCE)
+
+        async def lookup(user: str) -> str:
+            async with gate:
+                return await self._lookup(user)
+
+        found = await asyncio.gather(*(lookup(u) for u in missing))
         for user, name in zip(missing, found, strict=True):
             self._names[(tenant, user)] = (name, now)
             known[user] = name

@@ -272,3 +272,20 @@ def test_a_follow_up_in_a_thread_threadline_answers_works_as_before(
     conversation = [m["content"] for m in sent["messages"] if m["role"] != "system"]
     assert conversation[-3:] == ["what broke?", "The nightly deploy.", "and why?"]
     assert fake_slack.shown("C1")[-1] == "A migration timed out."
+
+
+async def test_a_read_looks_up_at_most_fifty_authors(
+    fake_slack: FakeSlack, client: AsyncWebClient
+) -> None:
+    for i in range(60):
+        fake_slack.set_user(f"U{i:03d}", f"person{i}")
+        fake_slack.add_message(
+            "C1", f"m{i}", user=f"U{i:03d}", ts=f"{1700000000 + i}.0", thread_ts=ROOT
+        )
+    cache = ThreadCache(client, bot_of(fake_slack))
+
+    found = await cache.reader("T1", "C1", ROOT, "1800000000.0").earlier()
+
+    assert len(fake_slack.calls("users.info")) == 50
+    assert [m.author for m in found[:2]] == ["person0", "person1"]
+    assert [m.author for m in found[-2:]] == ["U058", "U059"]  # past the lookups: by id
