@@ -7,6 +7,8 @@ on real ports, started by `tests.support.processes.Cluster` — sharing one Post
   against the fake gateway, which routes a guild's events to shard (guild_id >> 22) % 2 as
   Discord does: a message in a guild of each shard is answered once, by its shard's process.
 - A digest period due while two workers run posts once.
+- A 👎 under one web process's answer clicked at the other, its reason sent back to the first:
+  one rating in the shared database.
 - A worker killed (SIGKILL) mid-request loses no stored row and causes no duplicate post.
 
 PostgreSQL only (marked `postgres`; skipped when the test database does not answer): SQLite is
@@ -18,12 +20,14 @@ vectors, and a shared Qdrant server would change none of what is checked.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import psycopg
 import pytest
@@ -34,7 +38,15 @@ from tests.conftest import POLICY_ALL
 from tests.support.fakes.discord_server import FakeDiscord, Posted
 from tests.support.fakes.openai_server import FakeOpenAI, answer
 from tests.support.fakes.slack_api import FakeSlack
-from tests.support.fakes.slack_events import SIGNING_SECRET, deliver_event, mention, new_ts
+from tests.support.fakes.slack_events import (
+    SIGNING_SECRET,
+    deliver_event,
+    feedback_click,
+    mention,
+    new_ts,
+    send,
+    view_submission,
+)
 from tests.support.processes import Cluster, Proc, base_env
 
 pytestmark = pytest.mark.postgres
@@ -249,6 +261,38 @@ async def add_due_subscription(url: str, channel: str) -> int:
 def rows(url: str, query: str, *args: Any) -> list[tuple[Any, ...]]:
     with psycopg.connect(url) as conn:
         return conn.execute(query, args).fetchall()
+
+
+def test_a_rating_of_one_web_processs_answer_may_reach_the_other(
+    cluster: Cluster, fake_slack: FakeSlack, fake_llm: FakeOpenAI, pg_url: str
+) -> None:
+    """The 👎 under an answer web-0 wrote is clicked at web-1, the form sent back to web-0:
+    one rating, with its reason, in the shared database."""
+    webs = start_webs(cluster, fake_slack)
+    fake_llm.reply("Because of the cache.")
+    deliver_event(f"{webs[0].url}/slack/events", mention("why?", channel="CFB", ts=new_ts()))
+
+    def rated() -> list[dict[str, Any]]:
+        return [
+            m
+            for m in fake_slack.posted("CFB")
+            if any(b.get("type") == "context_actions" for b in m.get("blocks") or [])
+        ]
+
+    fake_slack.wait_for(lambda: bool(rated()), 30, "the answer with its buttons")
+    click = feedback_click(rated()[0], "down", channel="CFB", user="U2")
+    interact(f"{webs[1].url}/slack/events", click)
+    fake_slack.wait_for(lambda: bool(fake_slack.views), 30, "the 👎 form")
+    why: dict[str, dict[str, str | None]] = {"threadline_feedback_why": {"reason": "stale"}}
+    interact(f"{webs[0].url}/slack/events", view_submission(fake_slack.views[0], why, user="U2"))
+    fake_slack.wait_calls("chat.postEphemeral", 2, 30)  # thanked for the 👎, then the reason
+    query = 'SELECT "user", value, reason FROM answer_ratings'
+    assert rows(pg_url, query) == [("U2", "down", "stale")]
+
+
+def interact(url: str, payload: dict[str, Any]) -> None:
+    body = urlencode({"payload": json.dumps(payload)}).encode()
+    assert send(url, body, "application/x-www-form-urlencoded").status == 200
 
 
 async def test_a_digest_period_due_with_two_workers_running_posts_once(
