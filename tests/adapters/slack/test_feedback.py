@@ -338,3 +338,21 @@ def test_with_edits_refused_the_buttons_go_under_the_rest_then_under_whole_answe
     app.post_interaction(feedback_click(whole, "up", channel="C2", user="U2"))
     app.idle()
     assert _ephemerals(fake_slack) == [("C2", "U2", THANKS_UP)]
+
+
+def test_on_enterprise_grid_a_click_from_another_workspace_of_the_organization_counts(
+    serve_slack: StartApp, fake_slack: FakeSlack, fake_llm: FakeOpenAI
+) -> None:
+    """The tenant is the organization: someone of another of its workspaces, in the same
+    (shared) channel, rates the answer; a click naming no organization does not."""
+    app = serve_slack()
+    fake_llm.reply("Because of the cache.")
+    app.post_event(mention("why?", team="T1", enterprise="E1"))
+    app.idle()
+    (answer,) = [m for m in fake_slack.posted("C1") if _buttons(m)]
+    app.post_interaction(feedback_click(answer, "up", user="U7", team="T7", enterprise="E1"))
+    app.post_interaction(feedback_click(answer, "up", user="U8", team="T1"))
+    app.idle()
+    told = {user: text for _, user, text in _ephemerals(fake_slack)}
+    assert told == {"U7": THANKS_UP, "U8": REFUSED}
+    assert int(app.run(app.app.core.feedback.count("slack", "E1"))) == 1

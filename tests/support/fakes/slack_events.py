@@ -234,6 +234,7 @@ def feedback_click(
     channel: str = "C1",
     user: str = "U1",
     team: str = "T1",
+    enterprise: str | None = None,
     value: str | None = None,
 ) -> dict[str, Any]:
     """A `block_actions` interaction: `user` clicked 👍 (`rating` "up") or 👎 ("down") of
@@ -248,7 +249,13 @@ def feedback_click(
     )
     button = element["positive_button" if rating == "up" else "negative_button"]
     click = block_actions(
-        posted, element["action_id"], channel=channel, user=user, team=team, button=button
+        posted,
+        element["action_id"],
+        channel=channel,
+        user=user,
+        team=team,
+        enterprise=enterprise,
+        button=button,
     )
     click["actions"] = [
         {
