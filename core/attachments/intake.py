@@ -51,8 +51,8 @@ class Intake:
         said = [f"{notices.VOICE_PREFIX} {t}" for t in self.spoken if t]
         return "\n\n".join(p for p in (text.strip(), *said) if p)
 
-    def _text(self, question: str, images: str = "") -> str:
-        return "\n\n".join(p for p in (*self.blocks, images, question) if p)
+    def _text(self, question: str) -> str:
+        return "\n\n".join(p for p in (*self.blocks, question) if p)
 
     def message(self, question: str) -> Message:
         """The user message for the model: the files first (as quoted material), then the
@@ -67,9 +67,11 @@ class Intake:
         return {"role": "user", "content": parts}
 
     def stored(self, question: str) -> str:
-        """What the thread keeps of the message: the text, and a placeholder per image."""
+        """What the thread keeps of the message: the question first (what digests, `/voice`
+        and the thread's later readers take as what was asked), then the files' text and a
+        placeholder per image, never image bytes."""
         placeholders = "\n".join(f"[image: {i.name}]" for i in self.images)
-        return self._text(question, placeholders)
+        return "\n\n".join(p for p in (question, *self.blocks, placeholders) if p)
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,7 +50,8 @@ async def test_a_log_reaches_the_model_redacted_and_marked(
     fake_llm.reply("Line 88 of jobs.py.")
     await ask(bot, "which line?")
     history = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "user"]
-    assert any("KeyError: 'customer'" in str(h) for h in history[:-1])
+    kept = [str(h) for h in history if str(h).startswith("why did job 77 fail?")]
+    assert len(kept) == 1 and "KeyError: 'customer'" in kept[0]  # the question, then the file
     assert all(AWS_SECRET not in str(m) for r in fake_llm.requests for m in r["messages"])
 
 
@@ -117,7 +118,7 @@ async def test_an_image_to_a_vision_provider(make_bot: MakeBot, fake_llm: FakeOp
     fake_llm.reply("Yes.")
     await ask(bot, "is it red?")
     earlier = [m for m in fake_llm.requests[-1]["messages"] if m["role"] == "user"][-2]
-    assert earlier["content"] == "[image: shot.png]\n\nwhat is in the picture?"
+    assert earlier["content"] == "what is in the picture?\n\n[image: shot.png]"
 
 
 async def test_an_image_to_a_provider_that_cannot_see(

@@ -200,7 +200,7 @@ async def test_images_to_a_model_that_sees_are_image_parts_scaled_down() -> None
     with Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))) as img:
         assert img.size == (1568, 392)
     # The thread keeps a placeholder, never the bytes.
-    assert intake.stored("what is this?") == "[image: wide.png]\n\nwhat is this?"
+    assert intake.stored("what is this?") == "what is this?\n\n[image: wide.png]"
 
 
 async def test_audio_without_a_transcription_model_is_named() -> None:
