@@ -5,7 +5,8 @@ A thread is read with `conversations.replies` in the event's channel only (the b
 with its cursor. What was read stays in this process's cache per (tenant, channel, thread);
 the next message in the same thread asks only for what is newer than the last message seen
 (`oldest`). Bounded: at most `max_pages` pages per read and the newest `max_messages` kept per
-thread, `max_threads` threads cached (least recently used dropped). Edits and deletions Slack
+thread, `max_threads` threads and `max_chars` characters of text cached (least recently used
+threads dropped first). Edits and deletions Slack
 reports (`message_changed`, `message_deleted` events, `observe`) are applied to what is cached.
 
 Authors are shown by their display name (`users.info`, cached; the user id when it fails);
@@ -37,6 +38,7 @@ PAGE_SIZE = 200  # conversations.replies' own suggested maximum
 MAX_PAGES = 10  # per read: 2,000 messages at most
 MAX_MESSAGES = 1_000  # kept per thread, the newest
 MAX_THREADS = 256
+MAX_CHARS = 8_000_000  # of message text cached in all, about 8-30 MB
 MAX_TEXT = 4_000  # characters kept of one message (Slack allows 40,000)
 NAME_TTL = 3600.0  # seconds a resolved display name is trusted
 MAX_NAMES = 10_000
@@ -65,6 +67,10 @@ class _Thread:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
+    def chars(self) -> int:
+        return sum(len(m.text) for m in self.messages)
+
+    @property
     def last_ts(self) -> str | None:
         return self.messages[-1].at if self.messages else None
 
@@ -81,6 +87,7 @@ class ThreadCache:
         max_pages: int = MAX_PAGES,
         max_messages: int = MAX_MESSAGES,
         max_threads: int = MAX_THREADS,
+        max_chars: int = MAX_CHARS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._client = client
@@ -89,6 +96,7 @@ class ThreadCache:
         self.max_pages = max_pages
         self.max_messages = max_messages
         self.max_threads = max_threads
+        self.max_chars = max_chars
         self._clock = clock
         self._threads: OrderedDict[ThreadKey, _Thread] = OrderedDict()
         self._names: dict[tuple[str, str], tuple[str, float]] = {}
@@ -135,8 +143,19 @@ class ThreadCache:
                 fresh = [m for m in newer if m.at not in seen]
                 merged = sorted([*thread.messages, *fresh], key=lambda m: ts_key(m.at))
                 thread.messages = merged[-self.max_messages :]
+                self._shrink(key)
             limit = ts_key(before)
             return [m for m in thread.messages if ts_key(m.at) < limit]
+
+    def _shrink(self, keep: ThreadKey) -> None:
+        """Least recently used threads dropped until the text cached fits `max_chars` (the
+        thread just read stays, whatever its size)."""
+        total = sum(t.chars for t in self._threads.values())
+        for key in list(self._threads):
+            if total <= self.max_chars:
+                break
+            if key != keep:
+                total -= self._threads.pop(key).chars
 
     async def _fetch(self, key: ThreadKey, oldest: str | None) -> list[ThreadMessage]:
         tenant, channel, thread_ts = key

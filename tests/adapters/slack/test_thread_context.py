@@ -289,3 +289,20 @@ async def test_a_read_looks_up_at_most_fifty_authors(
     assert len(fake_slack.calls("users.info")) == 50
     assert [m.author for m in found[:2]] == ["person0", "person1"]
     assert [m.author for m in found[-2:]] == ["U058", "U059"]  # past the lookups: by id
+
+
+async def test_the_cache_keeps_within_its_characters_the_thread_just_read_last_dropped(
+    fake_slack: FakeSlack, client: AsyncWebClient
+) -> None:
+    for channel in ("C1", "C2", "C3"):
+        fake_slack.add_message(channel, "x" * 400, user="U1", ts=ROOT, thread_ts=ROOT)
+    cache = ThreadCache(client, bot_of(fake_slack), max_chars=1000)
+
+    for channel in ("C1", "C2", "C3", "C2"):
+        await cache.reader("T1", channel, ROOT, "1800000000.0").earlier()
+    await cache.reader("T1", "C1", ROOT, "1800000000.0").earlier()  # was dropped: read anew
+
+    reads = [
+        (c.args["channel"], c.args.get("oldest")) for c in fake_slack.calls("conversations.replies")
+    ]
+    assert reads == [("C1", None), ("C2", None), ("C3", None), ("C2", ROOT), ("C1", None)]
