@@ -9,7 +9,7 @@ import asyncio
 import logging
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -124,7 +124,11 @@ class AttachmentReader:
             elif kind.kind == "image":
                 images.append((name, data))
             elif kind.kind == "audio":
-                audio.append((fetched.file, data))
+                # Transcription endpoints go by the file name's extension: give it one.
+                named = fetched.file
+                if not PurePosixPath(named.name).suffix:
+                    named = replace(named, name=f"{named.name}.{kind.detail}")
+                audio.append((named, data))
             else:
                 intake.notices.append(notices.unsupported(name, kind.detail or "such files"))
         if audio:

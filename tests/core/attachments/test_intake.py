@@ -261,3 +261,25 @@ async def test_an_image_bomb_and_a_broken_image_are_named_not_decoded() -> None:
         f"`{name}`: the image could not be read, so it was not shown to the model."
         for name in ("bomb.png", "huge.png", "broken.jpg")
     ]
+
+
+async def test_audio_without_an_extension_is_sent_with_the_one_its_bytes_say() -> None:
+    heard: list[str] = []
+
+    class Ears:
+        async def transcribe(self, name: str, data: bytes, mime_type: str) -> str:
+            heard.append(name)
+            return "hello"
+
+    counter = TokenCounter()
+    intake = await AttachmentReader().read(
+        [served("voice-message", b"OggS" + b"\x00" * 64, voice=True)],
+        spec=SPEC,
+        window=SPEC.context_window,
+        count=counter.count_text,
+        chars_per_token=counter.chars_per_token,
+        question="",
+        transcriber=Ears(),
+    )
+    assert heard == ["voice-message.ogg"]
+    assert intake.question("") == "(voice message, transcribed) hello"
