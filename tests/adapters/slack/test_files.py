@@ -14,6 +14,7 @@ from typing import Any, cast
 import pytest
 
 from adapters.slack.files import FileHost
+from adapters.slack.translate import in_a_thread, to_request
 from core.request import FileFetchError, Request
 from tests.adapters.slack.test_slack import StartApp, fake_slack, serve_slack
 from tests.support.fakes.openai_server import FakeOpenAI
@@ -261,3 +262,29 @@ def test_a_forged_file_on_a_mention_is_not_fetched_and_the_answer_says_so(
     assert fake_slack.elsewhere_calls() == []
     shown = "\n".join(fake_slack.shown("C1"))
     assert "`secrets.txt` is not from Slack's file host" in shown
+
+
+# -- the translation, without Slack ----------------------------------------------------------
+
+
+def test_to_request_carries_the_files_and_a_reader_only_inside_a_thread() -> None:
+    host = FileHost(cast(Any, None), "xoxb-t", None)
+    clip = {
+        "id": "F1",
+        "name": "clip.webm",
+        "mimetype": "audio/webm",
+        "size": 3,
+        "subtype": "slack_audio",
+        "url_private_download": "https://files.slack.com/files-pri/T1-F1/download/clip.webm",
+    }
+    body = mention("listen", files=[clip, {"id": "F2", "mode": "tombstone"}])
+
+    request = to_request(cast(Any, body), bot_user_id=FakeSlack.bot_user_id, files=host)
+
+    assert [(f.name, f.size, f.mime_type, f.voice_message) for f in request.files] == [
+        ("clip.webm", 3, "audio/webm", True)
+    ]
+    assert to_request(cast(Any, body)).files == ()  # no file host: no files
+    assert not in_a_thread(body["event"])
+    assert in_a_thread(mention("x", ts="2.0", thread_ts="1.0")["event"])
+    assert not in_a_thread(mention("x", ts="1.0", thread_ts="1.0")["event"])
