@@ -268,3 +268,25 @@ async def test_a_message_deleted_meanwhile_is_posted_again_with_the_buttons(
     [final] = fake.messages_in(thread)
     assert final.content == "Because the batch size is 10,000 rows."
     assert _buttons(final)["👍"] == custom_id("up", RATED)
+
+
+async def test_an_answer_in_a_direct_message_is_rated_there(
+    start_bot: StartBot, fake_discord: FakeDiscord, fake_llm: FakeOpenAI
+) -> None:
+    fake = fake_discord
+    bot = await start_bot()
+    fake_llm.reply("Use the bulk endpoint.")
+    await fake.direct_message(fake.alice, "how do I import 1M rows?")
+    dm = fake.dm_channel_of(fake.alice)
+    assert dm is not None
+    [answer] = await fake.wait_for(lambda: fake.messages_in(dm))
+    await bot.adapter.idle()
+    click = await fake.click(fake.alice, answer, _buttons(answer)["👎"])
+    await fake.wait_for(lambda: click.modal)
+    sent = await fake.submit_modal(fake.alice, click, {REASON_INPUT: "too slow"})
+    assert await _told(fake, sent) == "Thanks, your reason is noted with your 👎."
+    await bot.adapter.idle()
+    link = f"https://discord.com/channels/@me/{dm}/{answer.id}"
+    assert await _ratings(bot) == [(fake.alice["id"], "down", "too slow", link)]
+    assert bot.app.core.feedback is not None
+    assert await bot.app.core.feedback.count("discord", f"dm-{fake.alice['id']}") == 1

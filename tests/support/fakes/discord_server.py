@@ -596,13 +596,18 @@ class FakeDiscord:
         return state
 
     async def click(self, user: User, posted: Posted, custom_id: str) -> InteractionState:
-        """`user` clicks the button `custom_id` on the bot's message `posted`
-        (INTERACTION_CREATE of type MESSAGE_COMPONENT). A custom_id the message does not have
-        is refused here, as Discord only sends clicks on components that exist."""
+        """`user` clicks the button `custom_id` on the bot's message `posted`, in a guild
+        channel or a DM (INTERACTION_CREATE of type MESSAGE_COMPONENT). A custom_id the message
+        does not have is refused here, as Discord only sends clicks on components that exist."""
         ids = [c.get("custom_id") for row in posted.components for c in row.get("components", [])]
         if custom_id not in ids:
             raise AssertionError(f"no button {custom_id!r} on message {posted.id}: {ids}")
-        channel = self.channels[posted.channel_id]
+        dm = posted.channel_id in self.dm_channels.values()
+        channel = (
+            cast(Channel, {"id": posted.channel_id, "type": 1, "recipients": [user]})
+            if dm
+            else self.channels[posted.channel_id]
+        )
         member = dict(self.members[user["id"]])
         member["permissions"] = "1071698660929"
         message = self._bot_message(posted)
@@ -626,9 +631,16 @@ class FakeDiscord:
             "context": 0,
             "attachment_size_limit": self.upload_limit,
         }
+        if dm:  # no guild and no member: the user as itself
+            for key in ("guild_id", "member"):
+                payload.pop(key, None)  # type: ignore[misc]
+            message.pop("guild_id", None)
+            payload["user"] = user
+            payload["authorizing_integration_owners"] = {"1": user["id"]}
+            payload["context"] = 1
         state = InteractionState(payload, created=time.monotonic())
         self.interactions[payload["id"]] = state
-        await self.dispatch("INTERACTION_CREATE", dict(payload))
+        await self.dispatch("INTERACTION_CREATE", dict(payload), dm="guild_id" not in payload)
         return state
 
     async def submit_modal(
@@ -654,19 +666,21 @@ class FakeDiscord:
             }
             for row in modal.get("components", [])
         ]
-        member = dict(self.members[user["id"]])
-        member["permissions"] = "1071698660929"
         payload: dict[str, Any] = {
             **opened.payload,
             "id": self._id(),
             "type": 5,
             "data": {"custom_id": modal["custom_id"], "components": rows},
-            "member": member,
             "token": secrets.token_urlsafe(24),
         }
+        dm = "guild_id" not in payload
+        if dm:
+            payload["user"] = user
+        else:
+            payload["member"] = {**self.members[user["id"]], "permissions": "1071698660929"}
         state = InteractionState(cast(Interaction, payload), created=time.monotonic())
         self.interactions[payload["id"]] = state
-        await self.dispatch("INTERACTION_CREATE", dict(payload))
+        await self.dispatch("INTERACTION_CREATE", dict(payload), dm=dm)
         return state
 
     # -- waiting -------------------------------------------------------------------------------
