@@ -41,6 +41,7 @@ class Intake:
     images: list[ImagePart] = field(default_factory=list)
     spoken: list[str] = field(default_factory=list)  # transcripts of voice messages
     notices: list[str] = field(default_factory=list)
+    cut_for_room: bool = False  # a file was cut or left out for the room it had
 
     @property
     def read_any(self) -> bool:
@@ -138,12 +139,11 @@ class AttachmentReader:
         if budget_tokens is not None:
             room = min(room, budget_tokens)
         room -= count(intake.question(question)) + sum(count(b) for b in intake.blocks)
-        before = len(intake.notices)
         if images:
             room -= await self._images(images, spec, room, intake)
         if texts:
             await self._texts(texts, max(0, room) * chars_per_token, intake)
-        if quota_bound and len(intake.notices) > before:
+        if quota_bound and intake.cut_for_room:
             intake.notices.append(notices.QUOTA_BOUND)
         return intake
 
@@ -207,6 +207,7 @@ class AttachmentReader:
         for name, data in images:
             if room - used < IMAGE_TOKENS:
                 intake.notices.append(notices.no_room(name))
+                intake.cut_for_room = True
                 continue
             try:
                 part = await asyncio.to_thread(
@@ -237,10 +238,12 @@ class AttachmentReader:
             chars = int(share) - overhead
             if chars < MIN_FILE_CHARS:
                 intake.notices.append(notices.no_room(t.name))
+                intake.cut_for_room = True
                 continue
             read = await asyncio.to_thread(read_text, t.name, t.data, t.encoding, chars)
             if not read.excerpt.whole:
                 intake.notices.append(notices.cut_to_fit(t.name, read.excerpt.describe_cut()))
+                intake.cut_for_room = True
             block = read.block()
             blocks[i] = block
             left -= len(block)

@@ -283,3 +283,23 @@ async def test_audio_without_an_extension_is_sent_with_the_one_its_bytes_say() -
     )
     assert heard == ["voice-message.ogg"]
     assert intake.question("") == "(voice message, transcribed) hello"
+
+
+async def test_the_quota_notice_is_said_only_when_the_quota_cut_something() -> None:
+    counter = TokenCounter()
+
+    async def with_budget(files: list[IncomingFile], budget: int) -> Intake:
+        return await AttachmentReader().read(
+            files,
+            spec=SPEC,
+            window=SPEC.context_window,
+            count=counter.count_text,
+            chars_per_token=counter.chars_per_token,
+            question="q",
+            budget_tokens=budget,
+        )
+
+    small = await with_budget([served("a.log", b"ok\n"), served("shot.png", png())], 2_000)
+    assert small.notices == ["The model here cannot read images, so I did not look at `shot.png`."]
+    big = await with_budget([served("b.log", b"line\n" * 20_000)], 2_000)
+    assert big.notices[-1].startswith("The files were cut to what is left of today's token")
