@@ -247,3 +247,18 @@ def test_a_question_stored_after_its_files_blocks_counts_as_known() -> None:
     history: list[Any] = [{"role": "user", "content": stored}]
     messages = [said("alice", "why did it fail?", "a.log", "b.log"), said("bob", "ok")]
     assert thread_context.new_to_history(messages, history) == [said("bob", "ok")]
+
+
+def test_the_thread_part_comes_first_among_the_optional_parts() -> None:
+    from core.memory.compaction import CompactionConfig
+    from core.memory.tokens import TokenCounter
+    from core.prompt_budget import PromptBudget
+
+    counter = TokenCounter()
+    budget = PromptBudget(CompactionConfig(window=8000), counter)
+    part: Any = [{"role": "user", "content": "w " * 1200}]
+    size = counter.count(part) - 8
+    parts: Any = {"memory": part, "thread": part, "code_map": part}
+    fixed = budget.total - 2 * size - size // 2  # room for two of them, not three
+    assert budget.fit_parts(fixed, 0, parts) == ["thread", "memory"]
+    assert budget.fit_parts(fixed + size, 0, parts) == ["thread"]
