@@ -59,10 +59,11 @@ async def fetch_all(files: Sequence[IncomingFile], limits: AttachmentLimits) -> 
 
 async def _fetch(f: IncomingFile, limits: AttachmentLimits) -> Fetched:
     timeout = limits.fetch_timeout
+    cap = min(limits.max_file_bytes, limits.max_message_bytes)  # one file never reads more
     try:
         # The adapter's fetch has its own timeout; this bound holds even if it does not.
         async with asyncio.timeout(timeout + 1.0):
-            data = await f.fetch(max_bytes=limits.max_file_bytes, timeout=timeout)
+            data = await f.fetch(max_bytes=cap, timeout=timeout)
     except FileFetchError as exc:
         return Fetched(f, None, str(exc) or notices.fetch_failed(f.name))
     except TimeoutError:
@@ -72,8 +73,8 @@ async def _fetch(f: IncomingFile, limits: AttachmentLimits) -> Fetched:
     except Exception:
         log.warning("downloading an attached file failed", exc_info=True)
         return Fetched(f, None, notices.fetch_failed(f.name))
-    if len(data) > limits.max_file_bytes:  # a fetch that read more than it was asked
-        return Fetched(f, None, notices.file_too_large(f.name, limits.max_file_bytes))
+    if len(data) > cap:  # a fetch that read more than it was asked
+        return Fetched(f, None, notices.file_too_large(f.name, cap))
     if not data:
         return Fetched(f, None, notices.empty(f.name))
     return Fetched(f, data)
