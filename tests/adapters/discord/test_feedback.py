@@ -290,3 +290,21 @@ async def test_an_answer_in_a_direct_message_is_rated_there(
     assert await _ratings(bot) == [(fake.alice["id"], "down", "too slow", link)]
     assert bot.app.core.feedback is not None
     assert await bot.app.core.feedback.count("discord", f"dm-{fake.alice['id']}") == 1
+
+
+# -- the pure parts --------------------------------------------------------------------------------
+
+
+def test_the_reason_is_read_from_action_rows_or_labels() -> None:
+    from adapters.discord.feedback import message_link, submitted_reason
+
+    row = {"type": 1, "components": [{"type": 4, "custom_id": REASON_INPUT, "value": "stale"}]}
+    label = {"type": 18, "component": {"type": 4, "custom_id": REASON_INPUT, "value": "wrong"}}
+    other = {"type": 1, "components": [{"type": 4, "custom_id": "else", "value": "x"}]}
+    assert submitted_reason([row]) == "stale"
+    assert submitted_reason([other, label]) == "wrong"
+    assert submitted_reason([other]) is None
+    assert submitted_reason("nonsense") is None and submitted_reason([None, 3]) is None
+    assert message_link(1, 2, 3) == "https://discord.com/channels/1/2/3"
+    assert message_link(None, 2, 3) == "https://discord.com/channels/@me/2/3"
+    assert message_link(1, None, 3) is None

@@ -356,3 +356,44 @@ def test_on_enterprise_grid_a_click_from_another_workspace_of_the_organization_c
     told = {user: text for _, user, text in _ephemerals(fake_slack)}
     assert told == {"U7": THANKS_UP, "U8": REFUSED}
     assert int(app.run(app.app.core.feedback.count("slack", "E1"))) == 1
+
+
+# -- the pure parts --------------------------------------------------------------------------------
+
+
+def test_links_values_and_the_forms_metadata() -> None:
+    from adapters.slack.feedback import feedback_blocks, message_link, parse_value, reason_view
+
+    assert message_link("C1", "1700000000.000100") == (
+        "https://slack.com/archives/C1/p1700000000000100"
+    )
+    assert message_link("C1", "1700000000.000200", "1700000000.000100") == (
+        "https://slack.com/archives/C1/p1700000000000200?thread_ts=1700000000.000100&cid=C1"
+    )
+    assert message_link("C1/../x", "1.2") is None and message_link("C1", "now") is None
+    assert parse_value("down:" + "a" * 32) == ("down", "a" * 32)
+    assert parse_value("up:" + "b" * 500) == ("up", "b" * 64)  # cut; core refuses it
+    assert parse_value("nonsense") == ("nonsense", "")
+    assert feedback_blocks(None) == [] and feedback_blocks("") == []
+    view = reason_view("c" * 32, "C1", "1.2", None)
+    assert json.loads(view["private_metadata"]) == {
+        "answer": "c" * 32,
+        "channel": "C1",
+        "ts": "1.2",
+        "thread_ts": None,
+    }
+
+
+def test_a_form_whose_metadata_is_not_ours_rates_nothing() -> None:
+    from adapters.slack.feedback import _where
+
+    assert _where("not json") is None
+    assert _where("[1, 2]") is None
+    assert _where(json.dumps({"answer": "a", "channel": "c1", "ts": "1.2"})) is None  # channel
+    assert _where(json.dumps({"answer": "a", "channel": "C1", "ts": "1.2", "thread_ts": 5})) is None
+    assert _where(json.dumps({"answer": "a", "channel": "C1", "ts": "1.2"})) == (
+        "a",
+        "C1",
+        "1.2",
+        None,
+    )
