@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+import pytest
+
 from core.attachments import AttachmentLimits, AttachmentReader, Intake
 from core.attachments.limits import MB
 from core.llm.providers import ProviderSpec
@@ -303,3 +305,24 @@ async def test_the_quota_notice_is_said_only_when_the_quota_cut_something() -> N
     assert small.notices == ["The model here cannot read images, so I did not look at `shot.png`."]
     big = await with_budget([served("b.log", b"line\n" * 20_000)], 2_000)
     assert big.notices[-1].startswith("The files were cut to what is left of today's token")
+
+
+async def test_a_fetch_that_misbehaves_is_a_notice_never_a_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def too_much(*, max_bytes: int, timeout: float) -> bytes:  # noqa: ASYNC109 (Fetch)
+        return b"x" * (max_bytes + 1)  # ignores the cap it was given
+
+    async def broken(*, max_bytes: int, timeout: float) -> bytes:  # noqa: ASYNC109 (Fetch)
+        raise RuntimeError("adapter bug with a token xoxb-1234 in it")
+
+    files = [
+        IncomingFile("greedy.log", None, "text/plain", too_much),
+        IncomingFile("bug.log", None, "text/plain", broken),
+    ]
+    intake = await read(files, AttachmentLimits(max_file_bytes=1_000))
+    assert intake.notices == [
+        "`greedy.log`: larger than the 1,000 bytes I read per file, so it was not read.",
+        "`bug.log`: the file could not be downloaded, so it was not read.",
+    ]
+    assert "xoxb-1234" not in " ".join(intake.notices)
