@@ -16,6 +16,10 @@ One request, in order:
    nothing streamed (a command's answer, a refusal) is posted once, as Markdown too.
    Personal replies, what a workspace took neither as a stream nor as edits, and slash
    commands' answers are posted whole by `adapters.slack.delivery`.
+
+Interactivity: the Run / Cancel of tool confirmations (`adapters.slack.confirm`) and the 👍/👎
+under answers with the 👎's form (`adapters.slack.feedback`) are acknowledged at once and
+handled by whichever process receives them (their state is in the database).
 """
 
 from __future__ import annotations
