@@ -290,7 +290,10 @@ class Core:
                 if reply is not None:
                     return _files_unread(reply, files)
             return _files_unread(Reply(messages.NO_MODEL, ok=False), files)
-        intake = await self._read_files(session, agent, files, text) if files else None
+        intake = None
+        if files:
+            await _status(progress, files)
+            intake = await self._read_files(session, agent, files, text)
         if intake is not None:
             from core.attachments import notices
 
@@ -439,6 +442,19 @@ class Core:
             progress=progress,
             speak=speak if voice is not None else None,
         )
+
+
+async def _status(progress: Progress | None, files: Sequence[IncomingFile]) -> None:
+    """A status line while attached files are read (downloads may take seconds); a courtesy
+    that never fails the request."""
+    if progress is None:
+        return
+    from core.attachments import notices
+
+    try:
+        await progress(notices.reading(len(files)))
+    except Exception:
+        log.warning("progress update failed", exc_info=True)
 
 
 def _files_unread(reply: Reply, files: Sequence[IncomingFile]) -> Reply:

@@ -12,6 +12,11 @@ QUOTA_BOUND = (
 )
 
 
+def reading(count: int) -> str:
+    """The status line while files are read."""
+    return "Reading the attached file…" if count == 1 else f"Reading the {count} attached files…"
+
+
 def size(n: int) -> str:
     """`10 MB`, `512 KB`, `900 bytes` (KB and MB in 1,024s)."""
     if n >= 1024 * 1024:

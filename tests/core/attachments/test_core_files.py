@@ -55,6 +55,20 @@ async def test_a_log_reaches_the_model_redacted_and_marked(
     assert all(AWS_SECRET not in str(m) for r in fake_llm.requests for m in r["messages"])
 
 
+async def test_a_status_line_says_files_are_being_read(
+    make_bot: MakeBot, fake_llm: FakeOpenAI
+) -> None:
+    from core.streaming import Finished, Status
+
+    bot = make_bot(**llm(fake_llm))
+    fake_llm.reply("ok")
+    request = to_request("look", ConsoleIdentity(thread="t1", user="alice"))
+    files = (served("a.log", b"x\n"), served("b.log", b"y\n"))
+    events = [e async for e in bot.core.stream(dataclasses.replace(request, files=files))]
+    assert Status("Reading the 2 attached files…") in events
+    assert isinstance(events[-1], Finished) and events[-1].reply.ok
+
+
 async def test_refused_files_are_named_and_the_question_is_answered(
     make_bot: MakeBot, fake_llm: FakeOpenAI
 ) -> None:
