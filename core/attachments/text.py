@@ -1,6 +1,7 @@
-"""A text file for the model: decoded (UTF-8 with replacement, or UTF-16 with its mark),
-secret-redacted as the code tools redact file content (`core.code.redact`, read as a log), and
-cut to the characters it may take (`excerpt`)."""
+"""A text file for the model: decompressed (`gunzip`, within a cap), decoded (UTF-8 with
+replacement, or UTF-16 with its mark), cut to the characters it may take (`excerpt`) and
+secret-redacted as the code tools redact file content (`core.code.redact`; read as a log unless
+it is source code), then quoted with its name as file content (`TextFile.block`)."""
 
 from __future__ import annotations
 
