@@ -29,6 +29,8 @@ def size(n: int) -> str:
 
 def too_many(limit: int, skipped: list[str]) -> str:
     names = ", ".join(f"`{n}`" for n in skipped)
+    if limit == 0:
+        return f"Attached files are not read here, so I did not read {names}."
     return f"I read at most {limit} files per message; these were not read: {names}."
 
 

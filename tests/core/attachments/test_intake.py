@@ -326,3 +326,8 @@ async def test_a_fetch_that_misbehaves_is_a_notice_never_a_failure(
         "`bug.log`: the file could not be downloaded, so it was not read.",
     ]
     assert "xoxb-1234" not in " ".join(intake.notices)
+
+
+async def test_reading_files_can_be_turned_off() -> None:
+    intake = await read([served("a.log", b"x")], AttachmentLimits(max_files=0))
+    assert intake.notices == ["Attached files are not read here, so I did not read `a.log`."]
