@@ -12,6 +12,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.support.clocks import PINNED, Clock
+from tests.support.embeddings import (  # noqa: F401  (fixtures, used by every test)
+    embedded_batches,
+    reused_embeddings,
+)
 from tests.support.fakes.openai_server import FakeOpenAI
 from tests.support.mcp import make_world  # noqa: F401  (a fixture, shared with every test)
 
@@ -21,6 +25,15 @@ if TYPE_CHECKING:
 
 PG_URL = os.environ.get("TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "fresh_embeddings: run the local embedding model on every batch, even one embedded "
+        "before in this session (tests/support/embeddings.py)",
+    )
+
 
 # Variables the tests must not inherit from a developer's shell.
 _ISOLATED_PREFIXES = (

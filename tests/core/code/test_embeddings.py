@@ -22,6 +22,9 @@ from core.code.embeddings import (
 from tests.support.fakes.openai_server import FakeOpenAI, fake_embedding
 from tests.support.paths import ROOT_DIR
 
+# The model itself is under test: no vectors remembered from other tests.
+pytestmark = pytest.mark.fresh_embeddings
+
 PARAPHRASES = [
     (
         "How do we retry failed webhooks?",
