@@ -40,7 +40,7 @@ from core.tools.context import ToolContext  # noqa: E402
 from core.tools.dispatcher import Dispatcher, ProposedCall  # noqa: E402
 from core.tools.registry import ToolRegistry  # noqa: E402
 
-SERVER = ROOT / "tests" / "fakes" / "mcp_server.py"
+SERVER = ROOT / "tests" / "support" / "fakes" / "mcp_server.py"
 POLICY = {"defaults": {"permissions": ["ask", "mcp:s0", "mcp:s1", "mcp:s2"]}}
 
 

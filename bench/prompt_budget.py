@@ -123,7 +123,7 @@ async def measure(
     home.mkdir(parents=True)
     policy = home / "policy.toml"
     policy.write_text(POLICY)
-    server = ROOT / "tests" / "fakes" / "mcp_server.py"
+    server = ROOT / "tests" / "support" / "fakes" / "mcp_server.py"
     settings = load_settings(
         data_dir=home / "data",
         policy_file=policy,

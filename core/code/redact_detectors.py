@@ -281,7 +281,7 @@ def token_rules() -> tuple[Rule, ...]:
     cloudant_urls = CloudantDetector.denylist[2:]  # the first two are name = value assignments
     softlayer_url = SoftlayerDetector.denylist[1]
     # Every gate matches a line wherever one of its detectors could: a literal (or a short
-    # pattern) the detector's patterns require. tests/unit/test_redact.py checks a sample of
+    # pattern) the detector's patterns require. tests/core/code/test_redact.py checks a sample of
     # every detector, so a gate that misses shows up there.
     return (
         rule(pattern(r"A(?:3T[A-Z0-9]|BIA|CCA|KIA|SIA)"), tokens(AWSKeyDetector.denylist[0])),

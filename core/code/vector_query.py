@@ -4,7 +4,7 @@
 per search); a backend only translates that into its engine's types: `core.code.edge_store`
 (Qdrant Edge, embedded in this process, the default) or `core.code.qdrant_server`
 (qdrant-client against a Qdrant server). Because both receive the same plan, the embedded and
-the server path rank alike; `tests/unit/test_vector_congruence.py` runs one scenario on both.
+the server path rank alike; `tests/core/code/test_vector_congruence.py` runs one scenario on both.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ the request, and records every request (after pydantic-ai's `TestModel` / `Funct
 Agent and feature tests use it through the real composition root (`build_app(model=...)`):
 no HTTP server, no `openai` client, and the same `ChatModel` protocol every provider
 implements. The client's own tests, and a few end-to-end ones, keep the fake
-OpenAI-compatible server in tests/fakes/.
+OpenAI-compatible server in tests/support/fakes/.
 
     model = ScriptedModel()
     model.tool_calls(("grep_code", {"pattern": "def retry"}))

@@ -30,7 +30,7 @@ MakeBot = Callable[..., BotHarness]
 Request = dict[str, Any]
 
 ROOT = ROOT_DIR
-MCP_SERVER = ROOT / "tests" / "fakes" / "mcp_server.py"
+MCP_SERVER = ROOT / "tests" / "support" / "fakes" / "mcp_server.py"
 SUMMARIZE_MARK = "You compress a chat-ops conversation"
 MERGE_MARK = "Merge these partial summaries"
 
