@@ -85,19 +85,25 @@ async def read(reader: ThreadReader, seconds: float, request_id: str) -> list[Th
 def new_to_history(
     messages: Sequence[ThreadMessage], history: Sequence[Message]
 ) -> list[ThreadMessage]:
-    """The messages the model has not seen: not Threadline's own (the history holds its
-    answers), not one the history holds as a question already (alone, or after the blocks of
-    the files it came with), not empty."""
+    """The messages the model has not seen: not one the history holds as a question already
+    (alone, or after the blocks of the files it came with), not empty, and not Threadline's
+    own where the history holds its answers. Threadline's posts in a thread it never answered
+    in (a digest, a scheduled report people now ask about) are kept: nothing else has them."""
     stored: set[str] = set()
+    answered = False
     for m in history:
         if m["role"] == "user":
             text = text_of(m)
             stored.add(_plain(text))
             stored.update(_plain(text[i + 2 :]) for i in _breaks(text))
+        elif m["role"] == "assistant":
+            answered = True
     return [
         m
         for m in messages
-        if not m.from_bot and (m.text.strip() or m.file_names) and _plain(m.text) not in stored
+        if not (m.from_bot and answered)
+        and (m.text.strip() or m.file_names)
+        and _plain(m.text) not in stored
     ]
 
 

@@ -233,11 +233,22 @@ def test_the_newest_message_alone_too_long_is_cut_at_its_start() -> None:
 def test_nothing_to_show_and_no_room_render_nothing() -> None:
     assert render([], 1000, count) is None
     assert render([said("carol", "hi")], thread_context.MIN_TOKENS - 1, count) is None
-    history: list[Any] = [{"role": "user", "content": "  hi  there "}]
+    history: list[Any] = [
+        {"role": "user", "content": "  hi  there "},
+        {"role": "assistant", "content": "ok"},
+    ]
     fresh = thread_context.new_to_history(
         [said("carol", "hi there"), said("x", "", bot=False), said("me", "ok", bot=True)], history
     )
     assert fresh == []
+
+
+def test_threadlines_own_post_starting_a_thread_it_never_answered_in_is_context() -> None:
+    digest = said("Threadline", "Weekly digest: 3 deploys failed.", bot=True)
+    question = said("carol", "which ones?")
+    assert thread_context.new_to_history([digest, question], []) == [digest, question]
+    answered: list[Any] = [{"role": "assistant", "content": "Weekly digest: 3 deploys failed."}]
+    assert thread_context.new_to_history([digest, question], answered) == [question]
 
 
 def test_a_question_stored_after_its_files_blocks_counts_as_known() -> None:
