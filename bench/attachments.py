@@ -95,7 +95,7 @@ async def main() -> None:
     parser.add_argument("--append", type=Path)
     args = parser.parse_args()
     data = make_log(int(args.mb * 1024 * 1024))
-    packed = gzip.compress(data)
+    packed = gzip.compress(data, mtime=0)
     reader = AttachmentReader()
     counter = TokenCounter()
     rows: list[tuple[str, list[float]]] = []
