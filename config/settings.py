@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AliasChoices,
     Field,
     SecretStr,
     ValidationError,
@@ -30,6 +29,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from config.attachments import AttachmentSettings
 from config.errors import SettingsError, describe_error
 from config.providers import MaxTokensParam, ProviderSettings, ResolvedProvider
 from config.source import (
@@ -41,6 +41,7 @@ from config.values import (
     DEFAULT_DISCORD_UPLOAD_LIMIT,
     MAX_MODEL_CHARS,
     MAX_PROVIDER_CHARS,
+    alias,
     clean_secret,
     clean_url,
     parse_id_list,
@@ -48,9 +49,6 @@ from config.values import (
 )
 from core.code.forge import ForgeKind, parse_forge_hosts
 from core.mcp.config import McpServerSettings, check_server_names
-
-if TYPE_CHECKING:
-    from core.attachments.limits import AttachmentLimits
 
 DEFAULT_POLICY_FILE = CONFIG_DIR / "policy.toml"
 
@@ -70,11 +68,10 @@ __all__ = [
 ]
 
 
-def _alias(env: str, key: str) -> AliasChoices:
-    return AliasChoices(env, key)
+_alias = alias
 
 
-class Settings(BaseSettings):
+class Settings(AttachmentSettings):
     model_config = SettingsConfigDict(
         env_file=".env",
         env_file_encoding="utf-8",
@@ -157,64 +154,6 @@ class Settings(BaseSettings):
         validation_alias=_alias("THREADLINE_MAX_CONCURRENT_REQUESTS", "max_concurrent_requests"),
         description="Requests one process answers at once; more wait their turn in arrival order "
         "(the `threadline_requests_queued` gauge) instead of competing for database connections",
-    )
-    # Files attached to a message (core/attachments): what is read of them.
-    attachments_max_file_bytes: int = Field(
-        10 * 1024 * 1024,
-        validation_alias=_alias("THREADLINE_ATTACHMENTS_MAX_FILE", "attachments_max_file_bytes"),
-        description="Largest attached file read (bytes, or `KB`/`MB` in 1,024s); at most this "
-        "much is downloaded, whatever size the platform claims; larger files are named in a notice",
-    )
-    attachments_max_message_bytes: int = Field(
-        25 * 1024 * 1024,
-        validation_alias=_alias(
-            "THREADLINE_ATTACHMENTS_MAX_MESSAGE", "attachments_max_message_bytes"
-        ),
-        description="All files of one message together (bytes, or `KB`/`MB`); what does not fit "
-        "is named in a notice",
-    )
-    attachments_max_files: int = Field(
-        10,
-        ge=0,
-        le=100,
-        validation_alias=_alias("THREADLINE_ATTACHMENTS_MAX_FILES", "attachments_max_files"),
-        description="Files read per message (0: none); the others are named in a notice",
-    )
-    attachments_max_unpacked_bytes: int = Field(
-        50 * 1024 * 1024,
-        validation_alias=_alias(
-            "THREADLINE_ATTACHMENTS_MAX_UNPACKED", "attachments_max_unpacked_bytes"
-        ),
-        description="What a `.gz` file may become once decompressed (bytes, or `KB`/`MB`); "
-        "the rest is not read and the reply says so",
-    )
-    attachments_fetch_timeout: float = Field(
-        20.0,
-        gt=0,
-        le=600,
-        validation_alias=_alias(
-            "THREADLINE_ATTACHMENTS_FETCH_TIMEOUT", "attachments_fetch_timeout"
-        ),
-        description="Seconds the downloads of one message's files may take (all at once)",
-    )
-    attachments_context_share: float = Field(
-        0.3,
-        gt=0,
-        le=0.8,
-        validation_alias=_alias(
-            "THREADLINE_ATTACHMENTS_CONTEXT_SHARE", "attachments_context_share"
-        ),
-        description="Share of the model's context window all attached files may take together; "
-        "a longer text keeps its start, end and the lines around its first errors",
-    )
-    attachments_image_max_edge: int = Field(
-        1568,
-        ge=64,
-        le=8192,
-        validation_alias=_alias(
-            "THREADLINE_ATTACHMENTS_IMAGE_MAX_EDGE", "attachments_image_max_edge"
-        ),
-        description="Images for a model that can see are scaled down to this longest edge (pixels)",
     )
     # Under the usual 30 s a platform waits before it kills the process.
     shutdown_grace: float = Field(
@@ -595,34 +534,6 @@ class Settings(BaseSettings):
     @classmethod
     def _upload_limit(cls, value: object) -> int:
         return parse_size(value, "DISCORD_UPLOAD_LIMIT")
-
-    @field_validator(
-        "attachments_max_file_bytes",
-        "attachments_max_message_bytes",
-        "attachments_max_unpacked_bytes",
-        mode="before",
-    )
-    @classmethod
-    def _attachment_size(cls, value: object, info: Any) -> int:
-        env = {
-            "attachments_max_file_bytes": "THREADLINE_ATTACHMENTS_MAX_FILE",
-            "attachments_max_message_bytes": "THREADLINE_ATTACHMENTS_MAX_MESSAGE",
-            "attachments_max_unpacked_bytes": "THREADLINE_ATTACHMENTS_MAX_UNPACKED",
-        }
-        return parse_size(value, env.get(str(info.field_name), str(info.field_name)))
-
-    def attachment_limits(self) -> AttachmentLimits:
-        from core.attachments.limits import AttachmentLimits
-
-        return AttachmentLimits(
-            max_file_bytes=self.attachments_max_file_bytes,
-            max_message_bytes=self.attachments_max_message_bytes,
-            max_files=self.attachments_max_files,
-            max_unpacked_bytes=self.attachments_max_unpacked_bytes,
-            fetch_timeout=self.attachments_fetch_timeout,
-            context_share=self.attachments_context_share,
-            image_max_edge=self.attachments_image_max_edge,
-        )
 
     @field_validator("discord_shard_count", "discord_shards", mode="before")
     @classmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from pydantic import SecretStr
+from pydantic import AliasChoices, SecretStr
 
 _WHITESPACE = re.compile(r"\s")
 
@@ -84,3 +84,8 @@ def parse_size(value: object, name: str) -> int:
     if size < 1:
         raise ValueError(f"{name} must be at least 1 byte")
     return size
+
+
+def alias(env: str, key: str) -> AliasChoices:
+    """A setting read from the environment as `env` and from the settings file as `key`."""
+    return AliasChoices(env, key)
