@@ -36,6 +36,7 @@ from adapters.slack import filters
 from adapters.slack.config import Mode, SlackConfig, SlackStartupError
 from adapters.slack.confirm import ACTION_IDS, SlackConfirmer
 from adapters.slack.delivery import Delivery, DeliveryFailed, Target
+from adapters.slack.errors import error_code
 from adapters.slack.feedback import ACTION_ID as FEEDBACK_ACTION
 from adapters.slack.feedback import REASON_VIEW, SlackFeedback
 from adapters.slack.files import FileHost
@@ -135,7 +136,7 @@ class SlackAdapter:
             auth = await self._client.auth_test()
         except SlackApiError as exc:
             await self._close_session()
-            code = exc.response.get("error", "unknown_error") if exc.response else "no_response"
+            code = error_code(exc)
             raise SlackStartupError(
                 f"Slack refused SLACK_BOT_TOKEN (auth.test answered {code}); check the token "
                 "and SLACK_API_URL"
@@ -450,7 +451,7 @@ class SlackAdapter:
                 channel=channel, ts=ts, oldest=ts, latest=ts, inclusive=True
             )
         except SlackApiError as exc:
-            log.warning("Slack: cannot read the reacted message (%s)", _api_error(exc))
+            log.warning("Slack: cannot read the reacted message (%s)", error_code(exc))
             return
         messages_found: list[HistoryMessage] = found.get("messages") or []
         message = next((m for m in messages_found if m.get("ts") == ts), None)
@@ -527,8 +528,3 @@ class SlackAdapter:
             await getattr(self._client, method)(channel=channel, timestamp=ts, name="eyes")
         except Exception as exc:
             log.debug("%s failed: %s", method, type(exc).__name__)
-
-
-def _api_error(exc: Exception) -> str:
-    response = getattr(exc, "response", None)
-    return str(response.get("error", "unknown_error")) if response else type(exc).__name__

@@ -14,6 +14,7 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from adapters.slack.errors import error_code
 from core.mcp.confirm import (
     FULL_ARGUMENTS,
     STALE_CONFIRMATION,
@@ -172,8 +173,7 @@ class SlackConfirmer:
             else:
                 await self._tell(channel, clicker, thread_ts, UNKNOWN_CONFIRMATION)
         except SlackApiError as exc:
-            error = exc.response.get("error", "unknown_error") if exc.response else "?"
-            log.warning("Slack: could not show a confirmation's outcome (%s)", error)
+            log.warning("Slack: could not show a confirmation's outcome (%s)", error_code(exc))
 
     async def _show(self, channel: str, ts: str, c: Confirmation) -> None:
         text = _outcome_text(c)

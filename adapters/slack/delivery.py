@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from slack_sdk.errors import SlackApiError
 
+from adapters.slack.errors import error_code
 from adapters.slack.feedback import feedback_blocks
 from adapters.slack.sources import sources_blocks, sources_mrkdwn
 from adapters.slack.translate import PLATFORM, render
@@ -170,7 +171,7 @@ class Delivery:
                 return await self._post_ephemeral(target, thread_ts, line)
             return await self._post_message(target, thread_ts, part, text, sources, answer_id)
         except SlackApiError as exc:
-            code = _error_code(exc)
+            code = error_code(exc)
             if code == "msg_too_long" and not target.ephemeral:
                 raise _TooLong from None
             if code in NOT_A_MEMBER and target.response_url:
@@ -293,7 +294,7 @@ class Delivery:
         try:
             resp = await self._client.files_upload_v2(**args)
         except SlackApiError as exc:
-            code = _error_code(exc)
+            code = error_code(exc)
             raise DeliveryFailed(code, transient=code in TRANSIENT_ERRORS) from None
         file = resp.get("file") or {}
         return str(file.get("id", ""))
@@ -321,10 +322,3 @@ def _sections(text: str) -> list[str]:
         pieces.append(text[:cut])
         text = text[cut:].lstrip("\n")
     return [*pieces, text] if text else pieces
-
-
-def _error_code(exc: SlackApiError) -> str:
-    try:
-        return str(exc.response.get("error") or "unknown_error")
-    except Exception:
-        return "unknown_error"

@@ -18,6 +18,7 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any
 
+from adapters.slack.errors import error_code
 from adapters.slack.translate import PLATFORM
 from core.feedback.store import REASON_CHARS
 from core.request import Rating
@@ -204,8 +205,7 @@ class SlackFeedback:
                 trigger_id=trigger, view=reason_view(answer_id, channel, ts, thread_ts)
             )
         except SlackApiError as exc:  # expired trigger (over 3 s): the 👎 stands without why
-            error = exc.response.get("error", "unknown_error") if exc.response else "?"
-            log.info("Slack: could not open the feedback form (%s)", error)
+            log.info("Slack: could not open the feedback form (%s)", error_code(exc))
 
     async def _tell(self, channel: str, user: str, thread_ts: str | None, text: str) -> None:
         from slack_sdk.errors import SlackApiError
@@ -217,5 +217,4 @@ class SlackFeedback:
                 channel=channel, user=user, thread_ts=thread_ts, text=text
             )
         except SlackApiError as exc:
-            error = exc.response.get("error", "unknown_error") if exc.response else "?"
-            log.warning("Slack: could not answer a rating privately (%s)", error)
+            log.warning("Slack: could not answer a rating privately (%s)", error_code(exc))

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, cast
 
 from yarl import URL
 
+from adapters.slack.errors import error_code
 from adapters.slack.web import api_base_url
 from core import messages
 from core.request import FileFetchError, IncomingFile
@@ -85,8 +86,7 @@ class FileHost:
                 try:
                     found = await client.files_info(file=f["id"])
                 except SlackApiError as exc:
-                    error = exc.response.get("error") if exc.response else None
-                    log.warning("Slack: files.info refused a file (%s)", error or "no response")
+                    log.warning("Slack: files.info refused a file (%s)", error_code(exc))
                     continue
                 f = cast("SlackFile", found.get("file") or {})
             out.append(f)

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 from slack_sdk.errors import SlackApiError
 
-from adapters.slack.delivery import ATTACHMENT_PART, TRANSIENT_ERRORS, _error_code
+from adapters.slack.delivery import ATTACHMENT_PART, TRANSIENT_ERRORS
+from adapters.slack.errors import error_code
 from adapters.slack.mrkdwn import to_mrkdwn
 from adapters.slack.translate import MESSAGE_LIMIT, PLATFORM
 from adapters.text import split_markdown
@@ -154,7 +155,7 @@ class OutboxDelivery:
                 else:
                     resp = await self._client.conversations_history(**args)
             except SlackApiError as exc:
-                if _error_code(exc) == "missing_scope":
+                if error_code(exc) == "missing_scope":
                     # Without the *:history scopes nothing can be read back: posting again
                     # may duplicate a part, never posting would lose the message.
                     log.warning(
@@ -230,7 +231,7 @@ class OutboxDelivery:
 def _failure(exc: SlackApiError, what: str) -> DeliveryError:
     """Slack's refusal as a `DeliveryError`: transient codes and 5xx are retried; the rest
     (channel_not_found, not_in_channel, is_archived, invalid_auth...) cannot get better."""
-    code = _error_code(exc)
+    code = error_code(exc)
     status = getattr(exc.response, "status_code", 0) or 0
     transient = code in TRANSIENT_ERRORS or status >= 500 or status == 429
     return DeliveryError(f"{what}: {code}", retry=transient)

@@ -38,6 +38,7 @@ from slack_sdk.models.messages.chunk import TaskUpdateChunk
 
 from adapters.background import last_word
 from adapters.pacing import ChannelBudget
+from adapters.slack.errors import error_code
 from adapters.slack.feedback import feedback_blocks
 from adapters.slack.mrkdwn import defuse
 from adapters.slack.sources import sources_blocks
@@ -50,7 +51,6 @@ from adapters.slack.stream_message import (
     StreamTarget,
     Workspaces,
     after_text,
-    error_code,
     fit,
     hold,
     transient,

@@ -20,6 +20,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.models.messages.chunk import Chunk, MarkdownTextChunk
 
 from adapters.slack.delivery import METADATA_EVENT, TRANSIENT_ERRORS
+from adapters.slack.errors import error_code
 from adapters.slack.mrkdwn import to_mrkdwn
 from adapters.text import open_fence, reply_markdown, split_parts
 
@@ -83,14 +84,6 @@ class Refused(Exception):
     def __init__(self, code: str) -> None:
         super().__init__(code)
         self.code = code
-
-
-def error_code(exc: Exception) -> str:
-    response = getattr(exc, "response", None)
-    try:
-        return str(response.get("error") or "unknown_error") if response else type(exc).__name__
-    except Exception:
-        return "unknown_error"
 
 
 def transient(exc: Exception) -> bool:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, cast
 
+from adapters.slack.errors import error_code
 from adapters.slack.translate import from_slack_text, strip_mention
 from core.request import ThreadMessage
 
@@ -226,8 +227,7 @@ class ThreadCache:
         try:
             found = await self._client.users_info(user=user)
         except SlackApiError as exc:
-            error = exc.response.get("error") if exc.response else None
-            log.info("Slack: users.info failed for a thread author (%s)", error or "no response")
+            log.info("Slack: users.info failed for a thread author (%s)", error_code(exc))
             return user
         info = cast("SlackUser", found.get("user") or {})
         profile = info.get("profile") or {}
