@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
@@ -61,6 +61,8 @@ class App:
     features: list[Feature]
     # Closes what the app opened, last composed first: the features, the models, the database.
     closing: AsyncExitStack
+    # What the app's parts see as now (tests pin it); the operator console reads it too.
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
     async def aclose(self) -> None:
         await self.closing.aclose()
@@ -177,6 +179,7 @@ def build_app(
         built_in.voice(voice, history),
         built_in.digests(digest_store, digests),
         *([built_in.feedback(feedback)] if feedback is not None else []),
+        *([built_in.operator_console(settings, db, policy, clock)] if settings.console else []),
         mcp.feature,
         Feature("extra", tools=tuple(extra_tools)),
         *extra_features,
@@ -269,6 +272,7 @@ def build_app(
         voice=voice,
         features=features,
         closing=stack,
+        clock=clock,
     )
 
 

@@ -2,7 +2,8 @@
 app (`db`, `skills`, `search` beside a bot that holds the store) and hands the others to
 bot/dispatch_cli.py. Each command's own work lives in its module (bot/console_cli.py: ask, chat;
 bot/process_cli.py: run, serve, worker; bot/code_cli.py, bot/map_cli.py, bot/db_cli.py,
-bot/outbox_cli.py, bot/skills_cli.py). Imports stay light at the top: `--help` must start fast."""
+bot/outbox_cli.py, bot/skills_cli.py, bot/operator_cli.py: console link). Imports stay light
+at the top: `--help` must start fast."""
 
 from __future__ import annotations
 
@@ -97,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     from bot.db_cli import add_parser as add_db_parser
 
     add_db_parser(sub)
+    from bot.operator_cli import add_parser as add_console_parser
+
+    add_console_parser(sub)
     skills = sub.add_parser("skills", help="team skills (SKILL.md playbooks)")
     skills_sub = skills.add_subparsers(dest="skills_command", required=True, metavar="ACTION")
     skills_check = skills_sub.add_parser(
@@ -134,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         "graph",
         "map",
         "db",
+        "console",
     ) or (args.command == "run" and not process_cli.long_running("run", settings))
     quiet = interactive and not args.verbose
     from bot.logs import configure_logging
@@ -230,7 +235,7 @@ async def _db(args: argparse.Namespace, settings: Settings) -> int:
 
 
 # Commands that print and end: nothing is left to clean up once their output is flushed.
-_ONE_SHOT = frozenset({"ask", "index", "repos", "search", "graph", "map", "outbox"})
+_ONE_SHOT = frozenset({"ask", "index", "repos", "search", "graph", "map", "outbox", "console"})
 
 
 def entry() -> None:

@@ -112,6 +112,10 @@ async def _dispatch_app(app: App, args: argparse.Namespace, shutdown: Shutdown |
             from bot.outbox_cli import outbox_command
 
             return await outbox_command(app, args)
+        if args.command == "console":
+            from bot.operator_cli import console_command
+
+            return await console_command(app, args)
         if args.command == "run":
             return await process_cli.run(app, shutdown)
         assert shutdown is not None

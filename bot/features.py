@@ -38,6 +38,7 @@ from core.memory.commands import memory_commands
 from core.memory.facts import MemoryStore
 from core.memory.history import HistoryStore
 from core.memory.tools import memory_tools
+from core.policy import Policy
 from core.skills.commands import skill_commands
 from core.skills.index import SkillRanker
 from core.skills.library import SkillLibrary, default_folders
@@ -174,3 +175,17 @@ def digests(store: DigestStore, runner: DigestRunner) -> Feature:
 def feedback(store: FeedbackStore) -> Feature:
     """Ratings of answers: /feedback (the buttons are the adapters'; the records are core's)."""
     return Feature("feedback", commands=feedback_commands(store))
+
+
+def operator_console(
+    settings: Settings, db: Database, policy: Policy, clock: Callable[[], datetime]
+) -> Feature:
+    """The operator web console's chat side: /console sends an admin a sign-in link (the
+    pages themselves are bot/console, served with the HTTP endpoints)."""
+    from core.operator.commands import console_commands
+    from core.operator.links import SignInLinks
+
+    return Feature(
+        "console",
+        commands=console_commands(SignInLinks(db, policy, clock), settings.console_url),
+    )

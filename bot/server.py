@@ -31,7 +31,7 @@ def create_http_app(
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse, Response
-    from starlette.routing import Route
+    from starlette.routing import Mount, Route
 
     from bot.readiness import ReadinessProbe
 
@@ -78,7 +78,11 @@ def create_http_app(
         body, content_type = app.metrics.render()
         return Response(body, media_type=content_type)
 
-    routes = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics)]
+    routes: list[Route | Mount] = [
+        Route("/healthz", healthz),
+        Route("/readyz", readyz),
+        Route("/metrics", metrics),
+    ]
     if slack is not None:
         endpoint = slack.endpoint
 
@@ -90,6 +94,10 @@ def create_http_app(
             return await endpoint(request)
 
         routes.append(Route("/slack/events", slack_events, methods=["POST"]))
+    if app.settings.console:  # the operator console (bot/console), off by default
+        from bot.console.app import create_console_app
+
+        routes.append(Mount("/console", create_console_app(app)))
     return Starlette(routes=routes)
 
 

@@ -30,6 +30,7 @@ from pydantic_settings import (
 )
 
 from config.attachments import AttachmentSettings
+from config.console import ConsoleSettings
 from config.errors import SettingsError, describe_error
 from config.providers import MaxTokensParam, ProviderSettings, ResolvedProvider
 from config.source import (
@@ -71,7 +72,7 @@ __all__ = [
 _alias = alias
 
 
-class Settings(AttachmentSettings):
+class Settings(AttachmentSettings, ConsoleSettings):
     model_config = SettingsConfigDict(
         env_file=".env",
         env_file_encoding="utf-8",

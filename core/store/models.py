@@ -572,3 +572,31 @@ class AnswerRating(SQLModel, table=True):
     link: str | None = Field(default=None, max_length=500)  # the answer on the platform
     created_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
     updated_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
+
+
+class ConsoleLink(SQLModel, table=True):
+    """A sign-in link to the operator console (`core.operator.links`) and, once redeemed, the
+    session it opened. Only the SHA-256 of the link's token is stored: a database dump signs
+    nobody in. Any process can redeem it (the row is claimed with a conditional update)."""
+
+    __tablename__ = "console_links"
+    __table_args__ = (UniqueConstraint("token_sha256", name="uq_console_links_token"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    token_sha256: str = Field(max_length=64)
+    platform: str = Field(max_length=32)
+    tenant: str = Field(max_length=128)
+    channel: str = Field(default="", max_length=128)
+    user: str = Field(max_length=128)
+    roles: str = Field(default="", max_length=500)  # comma-separated, as verified
+    created_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
+    expires_at: datetime = Field(sa_column=_ts())
+    redeemed_at: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
+    session_until: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )
+    signed_out_at: datetime | None = Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
+    )

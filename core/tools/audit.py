@@ -1,4 +1,5 @@
-"""The audit log: one row per proposed tool call, whatever happened to it."""
+"""The audit log: one row per proposed tool call, whatever happened to it; and one per operator
+action outside a conversation (a console sign-in or sign-out), with who did it."""
 
 from __future__ import annotations
 
@@ -7,9 +8,14 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
+from core.policy import Identity
 from core.session import ToolSession
 from core.store.engine import Database
+
+if TYPE_CHECKING:
+    from core.store.models import AuditEntry
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +53,30 @@ class AuditLog:
             args_chars=len(event.raw_arguments),
             args_sha256=hashlib.sha256(event.raw_arguments.encode()).hexdigest(),
         )
+        await self._write(entry, event.tool)
+
+    async def record_action(
+        self, who: Identity, action: str, *, outcome: str = "ok", detail: str = ""
+    ) -> None:
+        """An operator's action outside a conversation (`console.sign_in`, ...): `tool` holds
+        the action, the thread is empty, the request id says where it came from."""
+        from core.store.models import AuditEntry
+
+        entry = AuditEntry(
+            request_id="operator",
+            platform=who.platform,
+            tenant=who.tenant,
+            channel=who.channel,
+            thread="",
+            user=who.user,
+            tool=action[:128],
+            outcome=outcome[:32],
+            detail=detail[:500],
+            args_sha256=hashlib.sha256(b"").hexdigest(),
+        )
+        await self._write(entry, action)
+
+    async def _write(self, entry: AuditEntry, what: str) -> None:
         if self._clock is not None:
             entry.at = self._clock()
         try:
@@ -55,4 +85,4 @@ class AuditLog:
         except Exception:
             # An audit failure must be loud, but it happens after the call was decided; the
             # request itself has already been handled.
-            log.exception("could not write audit entry for tool %s", event.tool)
+            log.exception("could not write audit entry for %s", what)

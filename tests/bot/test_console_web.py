@@ -1,0 +1,190 @@
+"""The operator console over HTTP, without a browser: settings, links, cookies, CSRF, headers,
+rate limits and tenant scoping (tests/bot/test_console_browser.py drives a real browser)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from config.settings import Settings
+from core.errors import ConfigError
+from tests.conftest import BotHarness
+from tests.support.clocks import Clock
+
+SECRET = "s" * 40
+LINK = re.compile(r"http://127\.0\.0\.1:8080(/console/signin/[A-Za-z0-9_-]+)")
+
+
+@pytest.fixture
+def console_bot(make_bot: Callable[..., BotHarness], clock: Clock) -> BotHarness:
+    return make_bot(clock=clock, console=True, console_secret=SECRET)
+
+
+@pytest.fixture
+async def web(console_bot: BotHarness) -> AsyncIterator[httpx.AsyncClient]:
+    from bot.server import create_http_app
+
+    transport = httpx.ASGITransport(app=create_http_app(console_bot.app))
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        yield client
+
+
+async def link_for(bot: BotHarness, **who: Any) -> str:
+    who.setdefault("roles", ["admin"])
+    reply = await bot.send("/console", **who)
+    found = LINK.search(reply.text)
+    assert found is not None, reply.text
+    assert reply.ephemeral
+    return found.group(1)
+
+
+async def sign_in(web: httpx.AsyncClient, bot: BotHarness, **who: Any) -> str:
+    """Signs `web` in; returns the CSRF token of its forms."""
+    path = await link_for(bot, **who)
+    resp = await web.post(path)
+    assert resp.status_code == 303, resp.text
+    page = await web.get("/console/")
+    assert page.status_code == 200
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page.text)
+    assert token is not None
+    return token.group(1)
+
+
+def test_console_on_without_a_secret_stops_start_up(
+    make_settings: Callable[..., Settings],
+) -> None:
+    with pytest.raises(ConfigError, match="THREADLINE_CONSOLE_SECRET"):
+        make_settings(console=True)
+    with pytest.raises(ConfigError, match="at least 32"):
+        make_settings(console=True, console_secret="short")
+    assert make_settings().console is False
+
+
+async def test_console_is_not_served_when_off(make_bot: Callable[..., BotHarness]) -> None:
+    from bot.server import create_http_app
+
+    bot = make_bot()
+    transport = httpx.ASGITransport(app=create_http_app(bot.app))
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        assert (await client.get("/console/")).status_code == 404
+    assert "/console" not in (await bot.send("/help", roles=["admin"])).text
+
+
+async def test_a_link_signs_in_once_and_sets_a_strict_cookie(
+    web: httpx.AsyncClient, console_bot: BotHarness
+) -> None:
+    path = await link_for(console_bot, user="ada")
+    form = await web.get(path)  # a GET (a link preview) does not spend the link
+    assert form.status_code == 200 and 'id="signin"' in form.text
+    resp = await web.post(path)
+    assert resp.status_code == 303 and resp.headers["location"] == "/console/"
+    cookie = resp.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=strict" in cookie and "path=/console" in cookie
+    assert "max-age=28800" in cookie and "secure" not in cookie  # plain HTTP here
+    page = await web.get("/console/")
+    assert page.status_code == 200 and "Overview" in page.text and "ada" in page.text
+
+    again = await httpx.AsyncClient(transport=web._transport, base_url="http://testserver").post(
+        path
+    )
+    assert again.status_code == 403 and "already used" in again.text
+
+
+async def test_an_expired_link_is_refused(
+    web: httpx.AsyncClient, console_bot: BotHarness, clock: Clock
+) -> None:
+    path = await link_for(console_bot)
+    clock.now += timedelta(minutes=5, seconds=1)
+    resp = await web.post(path)
+    assert resp.status_code == 403 and "has expired" in resp.text
+    assert "threadline_console" not in resp.headers.get("set-cookie", "")
+
+
+async def test_unknown_links_and_pages_without_a_session(web: httpx.AsyncClient) -> None:
+    assert (await web.post("/console/signin/nope")).status_code == 403
+    resp = await web.get("/console/")
+    assert resp.status_code == 303 and resp.headers["location"] == "/console/signin"
+    forged = await web.get("/console/", headers={"cookie": "threadline_console=eyJzaWQiOjF9.x"})
+    assert forged.status_code == 303
+
+
+async def test_a_non_admin_gets_no_link(console_bot: BotHarness) -> None:
+    reply = await console_bot.send("/console", roles=[])
+    assert "/console/signin/" not in reply.text and "admin" in reply.text
+
+
+async def test_sign_out_needs_the_csrf_token_and_ends_the_session(
+    web: httpx.AsyncClient, console_bot: BotHarness
+) -> None:
+    csrf = await sign_in(web, console_bot)
+    cookie = web.cookies.get("threadline_console")
+    assert (await web.post("/console/signout")).status_code == 403
+    assert (await web.post("/console/signout", data={"csrf_token": "wrong"})).status_code == 403
+    assert (await web.get("/console/")).status_code == 200  # still signed in
+    out = await web.post("/console/signout", data={"csrf_token": csrf})
+    assert out.status_code == 303 and out.headers["location"] == "/console/signin?out"
+    # The old cookie, replayed, opens nothing: the session is over in SQL, not just forgotten.
+    assert "threadline_console" not in web.cookies
+    replay = await web.get("/console/", headers={"cookie": f"threadline_console={cookie}"})
+    assert replay.status_code == 303
+
+
+async def test_every_console_response_carries_the_security_headers(
+    web: httpx.AsyncClient, console_bot: BotHarness
+) -> None:
+    await sign_in(web, console_bot)
+    for resp in [
+        await web.get("/console/"),
+        await web.get("/console/signin"),
+        await web.post("/console/signin/nope"),
+        await web.get("/console/static/console.css"),
+        await web.post("/console/signout"),
+    ]:
+        h = resp.headers
+        assert "default-src 'self'" in h["content-security-policy"]
+        assert "frame-ancestors 'none'" in h["content-security-policy"]
+        assert "unsafe-inline" not in h["content-security-policy"]
+        assert h["x-frame-options"] == "DENY"
+        assert h["referrer-policy"] == "no-referrer"
+        assert h["x-content-type-options"] == "nosniff"
+    assert "<script" not in (await web.get("/console/")).text
+
+
+async def test_sign_ins_and_sign_outs_are_audited(
+    web: httpx.AsyncClient, console_bot: BotHarness
+) -> None:
+    from sqlmodel import select
+
+    from core.store.models import AuditEntry
+
+    csrf = await sign_in(web, console_bot, user="grace", tenant="acme")
+    await web.post("/console/signout", data={"csrf_token": csrf})
+    async with console_bot.app.db.session() as s:
+        rows = (await s.exec(select(AuditEntry).order_by(AuditEntry.id))).all()  # type: ignore[arg-type]
+    assert [(r.tool, r.user, r.tenant, r.outcome) for r in rows] == [
+        ("console.sign_in", "grace", "acme", "ok"),
+        ("console.sign_out", "grace", "acme", "ok"),
+    ]
+
+
+async def test_the_overview_counts_only_the_sessions_tenant(
+    web: httpx.AsyncClient, console_bot: BotHarness
+) -> None:
+    for _ in range(3):
+        await console_bot.send("/help", tenant="beta")
+    await console_bot.send("/memory", tenant="alpha")
+    await sign_in(web, console_bot, tenant="alpha")
+    page = (await web.get("/console/")).text
+    assert "Activity in alpha" in page and "beta" not in page
+
+
+async def test_sign_in_attempts_are_rate_limited(web: httpx.AsyncClient, clock: Clock) -> None:
+    codes = [(await web.post("/console/signin/nope")).status_code for _ in range(11)]
+    assert codes[:10] == [403] * 10 and codes[10] == 429
+    clock.now += timedelta(minutes=1)
+    assert (await web.post("/console/signin/nope")).status_code == 403
