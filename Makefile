@@ -33,7 +33,10 @@ run: $(VENV)/.installed
 # take it from about 10 minutes to about 6. `make test PYTEST_WORKERS=0` runs it in one process.
 PYTEST_WORKERS ?= 4
 
+# The console's browser tests drive Debian's chromium through Playwright (nothing downloaded at
+# run time); it is installed when missing (as root, as CI runs: about a minute here).
 test: $(VENV)/.installed-dev
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 	$(BIN)/python -m pytest -q --durations=25 -n $(PYTEST_WORKERS)
 
 check: $(VENV)/.installed-dev docs

@@ -72,6 +72,7 @@ class Overview:
                 col(AuditEntry.platform) == platform,
                 col(AuditEntry.tenant) == tenant,
                 col(AuditEntry.at) >= since,
+                col(AuditEntry.request_id) != "operator",  # console sign-ins are no tool calls
             )
             return query.where(col(AuditEntry.outcome) != "ok") if failed else query
 
