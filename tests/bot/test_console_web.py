@@ -188,3 +188,38 @@ async def test_sign_in_attempts_are_rate_limited(web: httpx.AsyncClient, clock: 
     assert codes[:10] == [403] * 10 and codes[10] == 429
     clock.now += timedelta(minutes=1)
     assert (await web.post("/console/signin/nope")).status_code == 403
+
+
+async def test_the_cookie_is_secure_over_https(console_bot: BotHarness) -> None:
+    from bot.server import create_http_app
+
+    transport = httpx.ASGITransport(app=create_http_app(console_bot.app))
+    async with httpx.AsyncClient(transport=transport, base_url="https://testserver") as client:
+        resp = await client.post(await link_for(console_bot))
+    assert resp.status_code == 303 and "secure" in resp.headers["set-cookie"].lower()
+
+
+async def test_threadline_console_link_prints_a_link_for_admins_only(
+    console_bot: BotHarness,
+    make_bot: Callable[..., BotHarness],
+    web: httpx.AsyncClient,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import argparse
+
+    from bot.operator_cli import console_command
+
+    def args(user: str, *roles: str) -> argparse.Namespace:
+        return argparse.Namespace(user=user, channel="", role=list(roles))
+
+    assert await console_command(console_bot.app, args("console:local:root", "admin")) == 0
+    url = capsys.readouterr().out.strip()
+    found = LINK.fullmatch(url)
+    assert found is not None
+    assert (await web.post(found.group(1))).status_code == 303  # it signs in
+
+    assert await console_command(console_bot.app, args("slack:T1:U1")) == 1
+    assert "does not have `admin`" in capsys.readouterr().err
+    assert await console_command(console_bot.app, args("slack-T1-U1", "admin")) == 2
+    assert await console_command(make_bot().app, args("console:local:root", "admin")) == 2
+    assert "the console is off" in capsys.readouterr().err
