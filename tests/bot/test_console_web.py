@@ -223,3 +223,12 @@ async def test_threadline_console_link_prints_a_link_for_admins_only(
     assert await console_command(console_bot.app, args("slack-T1-U1", "admin")) == 2
     assert await console_command(make_bot().app, args("console:local:root", "admin")) == 2
     assert "the console is off" in capsys.readouterr().err
+
+
+async def test_names_render_as_text(web: httpx.AsyncClient, console_bot: BotHarness) -> None:
+    user, tenant = "<script>alert(1)</script>", '"><img src=x onerror=alert(1)>'
+    await sign_in(web, console_bot, user=user, tenant=tenant)
+    page = (await web.get("/console/")).text
+    assert "<script>" not in page and "<img" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "&#34;&gt;&lt;img src=x onerror=alert(1)&gt;" in page
