@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    # A type only: at run time `core.llm` would load the model client wherever a message is
-    # written.
-    from core.llm.kinds import LLMErrorKind
+from core.failures import LLMErrorKind
 
 INTERNAL_ERROR = "Sorry, something went wrong on my side while answering. It has been logged."
 ANSWER_CUT = (

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.errors import ThreadlineError
-from core.llm.kinds import LLMErrorKind
+from core.failures import LLMErrorKind
 from core.llm.providers import ProviderSpec
 from core.llm.stream import DONE, ChunkAssembler, StreamError, sse_data
 from core.llm.toolcalls import assistant_message, normalize_tool_calls

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from core.failures import LLMErrorKind
 from core.llm.client import Completion, LLMError, TextSink
-from core.llm.kinds import LLMErrorKind
 from core.llm.providers import ProviderSpec
 from core.llm.toolcalls import assistant_message
 from core.request import Usage
