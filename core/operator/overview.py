@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import and_, case, func, select
 from sqlmodel import col
 
 from core.store.engine import Database
@@ -56,43 +56,37 @@ class Overview:
         now = self._clock()
         hour, day = now - timedelta(hours=1), now - timedelta(days=1)
 
-        def messages(role: str, since: datetime) -> Select[Any]:
-            query = select(func.count()).where(
-                col(ThreadMessage.platform) == platform,
-                col(ThreadMessage.tenant) == tenant,
-                col(ThreadMessage.role) == role,
-                col(ThreadMessage.at) >= since,
-            )
-            if role == "assistant":  # a turn that only proposed tool calls is no answer yet
-                query = query.where(col(ThreadMessage.tool_calls).is_(None))
-            return query
+        def count(*conditions: Any) -> Any:
+            return func.coalesce(func.sum(case((and_(*conditions), 1), else_=0)), 0)
 
-        def audit(since: datetime, *, failed: bool) -> Select[Any]:
-            query = select(func.count()).where(
-                col(AuditEntry.platform) == platform,
-                col(AuditEntry.tenant) == tenant,
-                col(AuditEntry.at) >= since,
-                col(AuditEntry.request_id) != "operator",  # console sign-ins are no tool calls
-            )
-            return query.where(col(AuditEntry.outcome) != "ok") if failed else query
-
-        def outbox(state: str) -> Select[Any]:
-            return select(func.count()).where(
-                col(OutboxRow.platform) == platform,
-                col(OutboxRow.tenant) == tenant,
-                col(OutboxRow.state) == state,
-            )
-
-        counts = [
-            messages("user", hour),
-            messages("user", day),
-            messages("assistant", hour),
-            messages("assistant", day),
-            audit(hour, failed=False),
-            audit(hour, failed=True),
-            outbox("pending"),
-            outbox("failed"),
-        ]
+        # One pass over each table's recent rows of the tenant (its index on platform, tenant
+        # and time), every figure counted in the same scan.
+        is_user = col(ThreadMessage.role) == "user"
+        # A turn that only proposed tool calls is no answer yet.
+        is_answer = and_(
+            col(ThreadMessage.role) == "assistant", col(ThreadMessage.tool_calls).is_(None)
+        )
+        in_hour = col(ThreadMessage.at) >= hour
+        messages = select(
+            count(is_user, in_hour), count(is_user), count(is_answer, in_hour), count(is_answer)
+        ).where(
+            col(ThreadMessage.platform) == platform,
+            col(ThreadMessage.tenant) == tenant,
+            col(ThreadMessage.at) >= day,
+        )
+        audit = select(func.count(), count(col(AuditEntry.outcome) != "ok")).where(
+            col(AuditEntry.platform) == platform,
+            col(AuditEntry.tenant) == tenant,
+            col(AuditEntry.at) >= hour,
+            col(AuditEntry.request_id) != "operator",  # console sign-ins are no tool calls
+        )
+        outbox = select(
+            count(col(OutboxRow.state) == "pending"), count(col(OutboxRow.state) == "failed")
+        ).where(
+            col(OutboxRow.platform) == platform,
+            col(OutboxRow.tenant) == tenant,
+            col(OutboxRow.state).in_(("pending", "failed")),
+        )
         runs = (
             select(
                 col(DigestSubscription.channel),
@@ -111,17 +105,18 @@ class Overview:
         )
         async with self._db.session() as s:
             connection = await s.connection()
-            values = [int((await connection.execute(q)).scalar_one()) for q in counts]
+            q_hour, q_day, a_hour, a_day = (await connection.execute(messages)).one()
+            calls, errors = (await connection.execute(audit)).one()
+            pending, failed = (await connection.execute(outbox)).one()
             recent = (await connection.execute(runs)).all()
-        (q_hour, q_day, a_hour, a_day, calls, errors, pending, failed) = values
         return OverviewFigures(
-            questions_hour=q_hour,
-            questions_day=q_day,
-            answers_hour=a_hour,
-            answers_day=a_day,
-            tool_calls_hour=calls,
-            errors_hour=errors,
-            outbox_pending=pending,
-            outbox_failed=failed,
+            questions_hour=int(q_hour),
+            questions_day=int(q_day),
+            answers_hour=int(a_hour),
+            answers_day=int(a_day),
+            tool_calls_hour=int(calls),
+            errors_hour=int(errors),
+            outbox_pending=int(pending),
+            outbox_failed=int(failed),
             digest_runs=tuple(DigestRunRow(r[0], r[1], r[2], r[3], r[4]) for r in recent),
         )

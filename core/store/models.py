@@ -123,6 +123,8 @@ class ThreadMessage(_Conversation, table=True):
     __tablename__ = "thread_messages"
     __table_args__ = (
         Index("ix_thread_messages_conv", "platform", "tenant", "channel", "thread", "id"),
+        # The console's overview counts a tenant's questions and answers of the last day.
+        Index("ix_thread_messages_tenant_at", "platform", "tenant", "at"),
     )
 
     id: int | None = Field(default=None, primary_key=True)

@@ -1,6 +1,6 @@
 """The operator console in a real browser: Debian's chromium (`make test` installs it; nothing
 is downloaded) driven by Playwright, against the real HTTP app served by uvicorn on 127.0.0.1,
-with data made through the bot. One browser per test session, a fresh context per test.
+with data made through the bot. One browser per module, a fresh context per test.
 tests/bot/test_console_web.py covers the details (cookies, headers, CSRF) without a browser."""
 
 from __future__ import annotations
@@ -42,8 +42,11 @@ grant = ["admin", "digest.manage"]
 LINK = re.compile(r"https?://[^/]+(/console/signin/[A-Za-z0-9_-]+)")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    """One browser for this module's tests. Not for the session: while Playwright's sync API
+    is started, the main thread counts as running an event loop, and the async tests that
+    follow cannot start theirs."""
     if CHROMIUM is None:
         pytest.skip("Debian's chromium is not installed (`make test` installs it)")
     from playwright.sync_api import sync_playwright

@@ -1,6 +1,7 @@
 """Console sign-in links and their sessions (issue 27, the operator console): the SHA-256 of
 each single-use link's token, whom it signs in (platform, tenant, channel, user, roles), when
-it expires, and the session it opened (until when, signed out when).
+it expires, and the session it opened (until when, signed out when); and an index of thread
+messages by tenant and time, for the console's overview.
 
 Revision ID: 0007
 Revises: 0006
@@ -36,7 +37,14 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("token_sha256", name="uq_console_links_token"),
     )
+    op.create_index(
+        "ix_thread_messages_tenant_at",
+        "thread_messages",
+        ["platform", "tenant", "at"],
+        unique=False,
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_thread_messages_tenant_at", table_name="thread_messages")
     op.drop_table("console_links")
