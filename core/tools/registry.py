@@ -7,6 +7,8 @@ permission it needs. The JSON schema the model sees is generated from the argume
 
 from __future__ import annotations
 
+import copy
+import functools
 import inspect
 import re
 import string
@@ -95,8 +97,7 @@ class Tool:
         if self.parameters is not None:
             parameters = self.parameters
         else:
-            parameters = self.args.model_json_schema()
-            parameters.pop("title", None)
+            parameters = copy.deepcopy(_args_schema(self.args))
         return {
             "type": "function",
             "function": {
@@ -105,6 +106,15 @@ class Tool:
                 "parameters": parameters,
             },
         }
+
+
+@functools.cache
+def _args_schema(args: type[BaseModel]) -> dict[str, Any]:
+    """An arguments model's JSON schema, made once: pydantic builds it afresh on every call,
+    and every model step offers every tool (callers get a copy, so the cache stays as made)."""
+    schema = args.model_json_schema()
+    schema.pop("title", None)
+    return schema
 
 
 class JsonArgs(ToolArgs):
