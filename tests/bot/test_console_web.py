@@ -232,3 +232,23 @@ async def test_names_render_as_text(web: httpx.AsyncClient, console_bot: BotHarn
     assert "<script>" not in page and "<img" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "&#34;&gt;&lt;img src=x onerror=alert(1)&gt;" in page
+
+
+async def test_a_session_ends_after_8_hours(
+    web: httpx.AsyncClient, console_bot: BotHarness, clock: Clock
+) -> None:
+    await sign_in(web, console_bot)
+    clock.now += timedelta(hours=8) - timedelta(seconds=1)
+    assert (await web.get("/console/")).status_code == 200
+    clock.now += timedelta(seconds=1)
+    assert (await web.get("/console/")).status_code == 303
+
+
+async def test_pages_are_rate_limited_per_session(
+    web: httpx.AsyncClient, console_bot: BotHarness, clock: Clock
+) -> None:
+    await sign_in(web, console_bot)  # one page already
+    codes = [(await web.get("/console/")).status_code for _ in range(120)]
+    assert codes[:119] == [200] * 119 and codes[119] == 429
+    clock.now += timedelta(minutes=1)
+    assert (await web.get("/console/")).status_code == 200
