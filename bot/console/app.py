@@ -115,6 +115,10 @@ def create_console_app(app: App) -> Starlette:
             return refuse(request, 429, "Slow down", "Too many pages in a minute; try again soon.")
         who = session.identity
         ready = await probe.check()
+        parts = dict(ready.checks)  # what /readyz checks, then each MCP server's state
+        for name, server in app.mcp.servers.items():
+            state = "ok" if server.status == "ready" else server.status
+            parts[f"MCP server {name}"] = f"{state}: {server.reason}" if server.reason else state
         figures = await overview.figures(who.platform, who.tenant)
         return page(
             request,
@@ -123,6 +127,7 @@ def create_console_app(app: App) -> Starlette:
             csrf=cookie.csrf,
             csrf_field=CSRF_FIELD,
             readiness=ready,
+            parts=parts,
             figures=figures,
         )
 

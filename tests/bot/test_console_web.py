@@ -252,3 +252,23 @@ async def test_pages_are_rate_limited_per_session(
     assert codes[:119] == [200] * 119 and codes[119] == 429
     clock.now += timedelta(minutes=1)
     assert (await web.get("/console/")).status_code == 200
+
+
+async def test_the_overview_shows_each_mcp_servers_state(
+    make_bot: Callable[..., BotHarness], clock: Clock
+) -> None:
+    from bot.server import create_http_app
+
+    bot = make_bot(
+        clock=clock,
+        console=True,
+        console_secret=SECRET,
+        mcp={"tickets": {"url": "http://127.0.0.1:9/mcp"}},
+    )
+    bot.app.mcp.servers["tickets"].status = "failed"
+    bot.app.mcp.servers["tickets"].reason = "connection refused"
+    transport = httpx.ASGITransport(app=create_http_app(bot.app))
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        await sign_in(client, bot)
+        page = (await client.get("/console/")).text
+    assert "MCP server tickets" in page and "failed: connection refused" in page
