@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from core.session import ToolSession
 
 if TYPE_CHECKING:
-    from core.llm.chat import Message
+    from core.chat import Message
 
 # The rules come in sections so that a small context window can carry only those its request
 # needs (`lean_rules`); on larger windows all of them go, identical on every

@@ -35,7 +35,7 @@ from core.memory.history import is_summary, summary_messages
 from core.memory.tokens import TokenCounter
 
 if TYPE_CHECKING:
-    from core.llm.chat import Message, ToolSchema
+    from core.chat import Message, ToolSchema
 
 ToolGroup = Literal["code", "memory", "skills", "voice", "mcp", "general"]
 OptionalPart = Literal["thread", "memory", "code_map", "skills", "resources"]

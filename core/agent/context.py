@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 from core.agent import thread_context
 from core.agent.thread_context import DEFAULT_CONFIG, ThreadContextConfig
 from core.agent.turn import Turn
-from core.llm.chat import text_of
+from core.chat import text_of
 from core.memory.compaction import CompactionConfig
 from core.memory.facts import Recalled
 from core.memory.history import ThreadHistory
@@ -39,7 +39,7 @@ from core.tools.dispatcher import cap
 from core.tools.registry import Tool, ToolRegistry
 
 if TYPE_CHECKING:
-    from core.llm.chat import Message
+    from core.chat import Message
     from core.request import ThreadReader
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from core.agent.context import CodeMap, Parts, PromptContext, Recall
 from core.agent.sources import Fact, Links, code_sources, memory_sources, skill_sources
 from core.agent.thread_context import DEFAULT_CONFIG, ThreadContextConfig
 from core.agent.turn import Turn
-from core.llm.chat import calls_of, tool_result
+from core.chat import calls_of, tool_result
 from core.llm.client import ChatModel, Completion, LLMError, TextSink
 from core.llm.metered import MeteredModel
 from core.llm.toolcalls import assistant_message
@@ -45,7 +45,7 @@ from core.tools.result import seen
 
 if TYPE_CHECKING:
     from core.attachments import Intake
-    from core.llm.chat import Message, ToolSchema
+    from core.chat import Message, ToolSchema
 
 log = logging.getLogger(__name__)
 

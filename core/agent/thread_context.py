@@ -21,10 +21,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from core.llm.chat import text_of
+from core.chat import text_of
 
 if TYPE_CHECKING:
-    from core.llm.chat import Message
+    from core.chat import Message
     from core.request import ThreadMessage, ThreadReader
 
 log = logging.getLogger(__name__)

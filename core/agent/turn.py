@@ -13,7 +13,7 @@ from core.skills.service import SkillPrompt
 from core.tools.result import CodeLocation
 
 if TYPE_CHECKING:
-    from core.llm.chat import Message
+    from core.chat import Message
 
 
 @dataclass

@@ -26,7 +26,7 @@ from core.request import IncomingFile
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionContentPartParam
 
-    from core.llm.chat import Message
+    from core.chat import Message
 
 log = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ from core.store.engine import Database
 from core.store.models import DigestSubscription
 
 if TYPE_CHECKING:
-    from core.llm.chat import Message
+    from core.chat import Message
 
 log = logging.getLogger(__name__)
 

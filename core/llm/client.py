@@ -26,7 +26,7 @@ from core.tools.dispatcher import ProposedCall
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-    from core.llm.chat import AssistantMessage, Message, ToolSchema
+    from core.chat import AssistantMessage, Message, ToolSchema
 
 log = logging.getLogger(__name__)
 

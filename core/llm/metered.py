@@ -26,7 +26,7 @@ from core.session import ToolSession
 from core.store.engine import Database
 
 if TYPE_CHECKING:
-    from core.llm.chat import Message, ToolSchema
+    from core.chat import Message, ToolSchema
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ from core.request import Usage
 from core.tools.dispatcher import ProposedCall
 
 if TYPE_CHECKING:
-    from core.llm.chat import Message, ToolSchema
+    from core.chat import Message, ToolSchema
 
 
 @dataclass(frozen=True, slots=True)

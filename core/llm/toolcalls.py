@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from core.tools.dispatcher import ProposedCall
 
 if TYPE_CHECKING:
-    from core.llm.chat import AssistantMessage, ToolCall
+    from core.chat import AssistantMessage, ToolCall
 
 MAX_NAME_CHARS = 64  # OpenAI's limit for function names; no registered tool is longer
 MAX_ID_CHARS = 64

@@ -23,12 +23,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from core.llm.chat import calls_of, text_of
+from core.chat import calls_of, text_of
 from core.memory.history import SUMMARY_ACK, is_summary, summary_messages
 from core.memory.tokens import TokenCounter
 
 if TYPE_CHECKING:
-    from core.llm.chat import Message, ToolSchema
+    from core.chat import Message, ToolSchema
 
 log = logging.getLogger(__name__)
 

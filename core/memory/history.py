@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from core.llm.chat import calls_of, text_of
+from core.chat import calls_of, text_of
 from core.request import ConversationKey
 from core.store.engine import Database
 
 if TYPE_CHECKING:
-    from core.llm.chat import AssistantMessage, Message
+    from core.chat import AssistantMessage, Message
 
 SUMMARY_PREFIX = "[Summary of the earlier conversation in this thread]\n"
 SUMMARY_ACK = "Understood. I will continue from that summary."

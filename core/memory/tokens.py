@@ -13,10 +13,10 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from core.llm.chat import calls_of, text_of
+from core.chat import calls_of, text_of
 
 if TYPE_CHECKING:
-    from core.llm.chat import Message, ToolSchema
+    from core.chat import Message, ToolSchema
 
 DEFAULT_CHARS_PER_TOKEN = 3.0  # below the ~4 of English prose: code and JSON tokenize densely
 PER_MESSAGE_OVERHEAD = 4  # role and separators in the chat template

@@ -22,7 +22,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from core.llm.chat import calls_of
+from core.chat import calls_of
 from core.request import ConversationKey
 from core.session import ToolSession
 from core.skills.index import IndexText, SkillRanker, render_index
@@ -30,7 +30,7 @@ from core.skills.library import Skill, SkillLibrary
 from core.store.tables import table_of
 
 if TYPE_CHECKING:
-    from core.llm.chat import Message
+    from core.chat import Message
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from core.tools.context import ToolContext
 from core.tools.result import ToolResult
 
 if TYPE_CHECKING:
-    from core.llm.chat import ToolSchema
+    from core.chat import ToolSchema
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 

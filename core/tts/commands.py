@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from core.chat import text_of
 from core.commands import Command, CommandArgs, CommandContext, IgnoredArgs, declared, rest
 from core.errors import Refusal
-from core.llm.chat import text_of
 from core.memory.history import HistoryStore, is_summary
 from core.request import Reply
 from core.tts import messages
 from core.tts.service import VoiceService
 
 if TYPE_CHECKING:
-    from core.llm.chat import Message
+    from core.chat import Message
 
 
 class TtsArgs(CommandArgs):

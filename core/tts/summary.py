@@ -13,7 +13,7 @@ from core.memory.tokens import TokenCounter
 from core.tts import messages
 
 if TYPE_CHECKING:
-    from core.llm.chat import Message
+    from core.chat import Message
     from core.llm.client import ChatModel
     from core.llm.usage import UsageRecorder
     from core.quotas import QuotaLedger

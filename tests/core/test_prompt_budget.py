@@ -11,7 +11,7 @@ from core.memory.tokens import TokenCounter
 from core.prompt_budget import Needs, OfferedTool, PromptBudget, compact_schema, tool_group
 
 if TYPE_CHECKING:
-    from core.llm.chat import ToolSchema
+    from core.chat import ToolSchema
 
 
 def schema(name: str, words: int = 80) -> ToolSchema:

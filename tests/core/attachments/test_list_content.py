@@ -9,7 +9,7 @@ from core.memory.compaction import TEXT_SHORTENED, render_transcript, shortened
 from core.memory.tokens import IMAGE_PART_CHARS, TokenCounter, message_chars
 
 if TYPE_CHECKING:
-    from core.llm.chat import Message
+    from core.chat import Message
 
 URL = "data:image/jpeg;base64," + "A" * 200_000
 

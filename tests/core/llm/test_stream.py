@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from adapters.console.translate import ConsoleIdentity, to_request
-from core.llm.chat import calls_of
+from core.chat import calls_of
 from core.llm.client import LLMError, OpenAICompatibleModel
 from core.llm.providers import ProviderSpec
 from core.streaming import Finished

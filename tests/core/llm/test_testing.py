@@ -9,7 +9,7 @@ import pytest
 
 from bot.app import App, build_app
 from config.settings import Settings
-from core.llm.chat import text_of
+from core.chat import text_of
 from core.llm.client import LLMError
 from core.llm.testing import ModelRequest, ScriptedModel
 from tests.conftest import BotHarness

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.llm.chat import text_of
+from core.chat import text_of
 from core.memory.compaction import (
     MERGE_INSTRUCTIONS,
     TEXT_SHORTENED,
