@@ -220,7 +220,7 @@ def block_actions(
                 "text": button["text"],
                 "value": value if value is not None else button["value"],
                 "type": "button",
-                "action_ts": f"{time.time():.6f}",  # wall clock: Slack's stamp, unread
+                "action_ts": "1700000000.000100",  # Slack's stamp; Threadline never reads it
                 **({"style": button["style"]} if "style" in button else {}),
             }
         ],
@@ -264,7 +264,7 @@ def feedback_click(
             "block_id": "fb",
             "text": button["text"],
             "value": value if value is not None else button["value"],
-            "action_ts": f"{time.time():.6f}",  # wall clock: Slack's stamp, unread
+            "action_ts": "1700000000.000100",  # Slack's stamp; Threadline never reads it
         }
     ]
     return click
