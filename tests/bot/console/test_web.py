@@ -1,12 +1,11 @@
 """The operator console over HTTP, without a browser: settings, links, cookies, CSRF, headers,
-rate limits and tenant scoping (tests/bot/test_console_browser.py drives a real browser)."""
+rate limits and tenant scoping (test_browser.py drives a real browser)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
 
 import httpx
 import pytest
@@ -15,44 +14,9 @@ from config.settings import Settings
 from core.errors import ConfigError
 from tests.conftest import BotHarness
 from tests.support.clocks import Clock
+from tests.support.console import WEB_SECRET, link_for, sign_in
 
-SECRET = "s" * 40
 LINK = re.compile(r"http://127\.0\.0\.1:8080(/console/signin/[A-Za-z0-9_-]+)")
-
-
-@pytest.fixture
-def console_bot(make_bot: Callable[..., BotHarness], clock: Clock) -> BotHarness:
-    return make_bot(clock=clock, console=True, console_secret=SECRET)
-
-
-@pytest.fixture
-async def web(console_bot: BotHarness) -> AsyncIterator[httpx.AsyncClient]:
-    from bot.server import create_http_app
-
-    transport = httpx.ASGITransport(app=create_http_app(console_bot.app))
-    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
-        yield client
-
-
-async def link_for(bot: BotHarness, **who: Any) -> str:
-    who.setdefault("roles", ["admin"])
-    reply = await bot.send("/console", **who)
-    found = LINK.search(reply.text)
-    assert found is not None, reply.text
-    assert reply.ephemeral
-    return found.group(1)
-
-
-async def sign_in(web: httpx.AsyncClient, bot: BotHarness, **who: Any) -> str:
-    """Signs `web` in; returns the CSRF token of its forms."""
-    path = await link_for(bot, **who)
-    resp = await web.post(path)
-    assert resp.status_code == 303, resp.text
-    page = await web.get("/console/")
-    assert page.status_code == 200
-    token = re.search(r'name="csrf_token" value="([^"]+)"', page.text)
-    assert token is not None
-    return token.group(1)
 
 
 def test_console_on_without_a_secret_stops_start_up(
@@ -262,7 +226,7 @@ async def test_the_overview_shows_each_mcp_servers_state(
     bot = make_bot(
         clock=clock,
         console=True,
-        console_secret=SECRET,
+        console_secret=WEB_SECRET,
         mcp={"tickets": {"url": "http://127.0.0.1:9/mcp"}},
     )
     bot.app.mcp.servers["tickets"].status = "failed"
