@@ -4,14 +4,15 @@ Precedence: explicit arguments > environment > `.env` > the TOML file > defaults
 TOML file are the environment names in lower case (`llm_model = "..."`), plus a `[providers.X]`
 table per named LLM provider. Errors name the setting to fix and never print secret values.
 
-The fields are here; the settings file's reading (`config.source`), single values' parsing
+The general fields are here. Each feature's fields are a class of their own that `Settings`
+inherits: the model endpoints (`config.llm`), attachments, the console, voice and the chat
+platforms. The settings file's reading (`config.source`), single values' parsing
 (`config.values`), providers (`config.providers`) and error reporting (`config.errors`) each
-have a module of their own.
+have a module too.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -32,7 +33,9 @@ from pydantic_settings import (
 from config.attachments import AttachmentSettings
 from config.console import ConsoleSettings
 from config.errors import SettingsError, describe_error
-from config.providers import MaxTokensParam, ProviderSettings, ResolvedProvider
+from config.llm import ModelSettings
+from config.platforms import ChatPlatformSettings
+from config.providers import ProviderSettings, ResolvedProvider
 from config.source import (
     CONFIG_DIR,
     SettingsFileSource,
@@ -45,9 +48,8 @@ from config.values import (
     alias,
     clean_secret,
     clean_url,
-    parse_id_list,
-    parse_size,
 )
+from config.voice import VoiceSettings
 from core.code.forge import ForgeKind, parse_forge_hosts
 from core.mcp.config import McpServerSettings, check_server_names
 
@@ -72,7 +74,9 @@ __all__ = [
 _alias = alias
 
 
-class Settings(AttachmentSettings, ConsoleSettings):
+class Settings(
+    ModelSettings, AttachmentSettings, ConsoleSettings, VoiceSettings, ChatPlatformSettings
+):
     model_config = SettingsConfigDict(
         env_file=".env",
         env_file_encoding="utf-8",
@@ -210,68 +214,6 @@ class Settings(AttachmentSettings, ConsoleSettings):
         "Message text and secrets are never logged",
     )
 
-    llm_provider: str | None = Field(
-        None, description="Name of a `[providers.NAME]` table in the settings file"
-    )
-    llm_base_url: str | None = Field(
-        None,
-        description="OpenAI-compatible endpoint, e.g. `http://127.0.0.1:11434/v1` (a trailing "
-        "`/` is dropped)",
-    )
-    llm_api_key: SecretStr | None = Field(
-        None, description="API key (trimmed; a key with whitespace inside is refused)"
-    )
-    llm_model: str | None = Field(
-        None, description="Model name; required once an LLM is configured"
-    )
-    llm_context_window: int = Field(
-        32_768, ge=1024, description="The model's context window in tokens"
-    )
-    llm_max_output_tokens: int = Field(
-        1_024,
-        ge=16,
-        description="Completion tokens asked for (and reserved from the budget) per call",
-    )
-    llm_timeout: float = Field(60.0, gt=0, description="Seconds per model request")
-    llm_max_retries: int = Field(
-        2,
-        ge=0,
-        le=10,
-        description="Retries on 429, 5xx and connection errors (honouring `Retry-After`)",
-    )
-    llm_compact_threshold: float = Field(
-        0.9,
-        ge=0.3,
-        le=0.99,
-        description="Compact the thread when the prompt reaches this fraction of the window "
-        "(per provider: `compact_threshold`)",
-    )
-    llm_max_tokens_param: MaxTokensParam = Field(
-        "max_tokens",
-        description="How the answer's token limit is sent: `max_tokens`, or "
-        "`max_completion_tokens` for OpenAI's reasoning models (per provider: "
-        "`max_tokens_param`)",
-    )
-    llm_stream: bool = Field(
-        True,
-        description="Stream answers as the model writes them (`stream=true` with usage); an "
-        "endpoint that refuses streaming is asked without it from then on (per provider: "
-        "`stream`)",
-    )
-    llm_vision: bool = Field(
-        False,
-        description="The model reads images: attached images go to it (scaled down); off, the "
-        "reply says it cannot read them (per provider: `vision`)",
-    )
-    llm_transcription_model: str | None = Field(
-        None,
-        description="The provider's `/audio/transcriptions` model (e.g. `whisper-1`): voice "
-        "messages and audio files are transcribed with it; empty: they cannot be (per provider: "
-        "`transcription_model`)",
-    )
-    providers: dict[str, ProviderSettings] = Field(
-        {}, description="Named LLM endpoints: `[providers.NAME]` tables of the settings file"
-    )
     mcp: dict[str, McpServerSettings] = Field(
         {}, description="MCP servers: `[mcp.NAME]` tables of the settings file"
     )
@@ -323,148 +265,11 @@ class Settings(AttachmentSettings, ConsoleSettings):
         "named `github.*`, `gitlab.*` or with a `gitea`/`forgejo` label need no entry",
     )
 
-    # Voice replies (core/tts): "piper" and "espeak" run in worker processes (the `voice`
-    # extra, GPL-3.0).
-    tts_engine: Literal["auto", "piper", "espeak", "openai"] = Field(
-        "auto",
-        description="Voice replies: `piper` (local neural voice), `espeak` (eSpeak NG, light, "
-        "many languages), `openai` (an OpenAI-compatible `/audio/speech` endpoint); `auto` is "
-        "`openai` when `TTS_BASE_URL` is set, else `piper`",
-    )
-    tts_voice: str | None = Field(
-        None,
-        description="Default per engine: `en_US-joe-medium` (Piper; or a path to a Piper `.onnx` "
-        "voice), `en-us` (eSpeak NG voice names such as `de`, `fr`, `ja`), `alloy` (OpenAI). An "
-        "unknown voice falls back to the default with a warning in the log and a one-line note "
-        "in the reply",
-    )
-    tts_format: Literal["auto", "ogg", "mp3", "wav"] = Field(
-        "auto",
-        description="`auto`: OGG/Opus on Discord (a voice message) and the console, MP3 on Slack "
-        "(inline player); or always `ogg`, `mp3`, `wav`",
-    )
-    tts_max_chars: int = Field(
-        3_000,
-        ge=200,
-        le=100_000,
-        description="Longer text (after preparing it for speech) is summarized by the model when "
-        "one is configured, else its first part is read with a spoken note that the rest is in "
-        "the text",
-    )
-    tts_summarize: bool = Field(
-        True,
-        description="`false`: never spend model tokens on summaries for speech; long text is cut "
-        "instead",
-    )
-    tts_segment_bytes: int = Field(
-        600,
-        ge=64,
-        le=4_096,
-        description="Largest segment (UTF-8 bytes) a local engine synthesizes at once",
-    )
-    tts_workers: int = Field(
-        2,
-        ge=1,
-        le=16,
-        description="Local synthesis worker processes, i.e. segments synthesized in parallel "
-        "(one core each)",
-    )
-    tts_timeout: float = Field(
-        60.0,
-        gt=0,
-        le=600,
-        description="Seconds one segment may take before its worker is replaced and the segment "
-        "retried; also how long a local worker may take to start (at most 60 s): one that does "
-        "not is killed and the request fails without trying again",
-    )
-    tts_worker_idle: float = Field(
-        600.0,
-        ge=0,
-        description="Seconds without a voice request after which the local workers stop (a "
-        "Piper worker holds about 400 MB); the next request starts them again (0: keep them "
-        "running)",
-    )
-    tts_base_url: str | None = Field(
-        None, description="OpenAI-compatible speech endpoint, e.g. `http://127.0.0.1:8880/v1`"
-    )
-    tts_api_key: SecretStr | None = Field(
-        None, description="Key for that endpoint, if it needs one"
-    )
-    tts_model: str = Field("gpt-4o-mini-tts", description="Speech model name sent to that endpoint")
-
-    slack_bot_token: SecretStr | None = Field(
-        None, description="Slack bot token (`xoxb-...`); checked with `auth.test` at start-up"
-    )
-    slack_signing_secret: SecretStr | None = Field(
-        None, description="Slack HTTP mode: verifies every request to `/slack/events`"
-    )
-    slack_app_token: SecretStr | None = Field(
-        None,
-        description="Slack Socket Mode: app-level token (`xapp-...`, `connections:write`)",
-    )
-    slack_api_url: str | None = Field(
-        None,
-        description="Slack Web API base URL (enterprise proxies); must end in `/api/`; "
-        "default `https://slack.com/api/`",
-    )
     feedback: bool = Field(
         True,
         validation_alias=_alias("THREADLINE_FEEDBACK", "feedback"),
         description="Put 👍/👎 buttons under every answer and record ratings (with the answer's "
         "model, skills and tools, never its text); `/feedback` and the `feedback` digest show them",
-    )
-    slack_stream: bool = Field(
-        True,
-        description="Stream answers into Slack threads with Slack's streaming methods "
-        "(`chat.startStream`); a workspace that refuses them gets a message edited at most "
-        "once a second instead",
-    )
-    slack_assistant_status: bool = Field(
-        True,
-        description="Show Slack's 'is thinking…' status (`assistant.threads.setStatus`) until "
-        "the first words of an answer arrive",
-    )
-    discord_token: SecretStr | None = Field(
-        None,
-        description="Discord bot token; `threadline worker` (and `run`) serve Discord when it "
-        "is set",
-    )
-    discord_api_url: str | None = Field(
-        None,
-        description="Discord REST base (proxies, tests); `/api/v10` is appended when missing. "
-        "The gateway URL is then taken from that server's `GET /gateway/bot`; default: "
-        "Discord's API",
-    )
-    discord_guild_ids: Annotated[tuple[int, ...], NoDecode] = Field(
-        (),
-        description="Comma-separated server ids: sync `/threadline` to these servers only "
-        "(updates show at once) instead of globally",
-    )
-    discord_upload_limit: int = Field(
-        DEFAULT_DISCORD_UPLOAD_LIMIT,
-        description="Largest file attached to an answer (bytes, or `KB`/`MB` in 1,024s); never "
-        "above what the server's boost level allows; larger files are refused with a message",
-    )
-    discord_stream: bool = Field(
-        True,
-        description="Write answers into their Discord message as they come (edited at most once "
-        "a second, continued before 2,000 characters); off: post each answer when finished",
-    )
-    discord_shard_count: str | None = Field(
-        None,
-        description="Empty: one gateway connection. `auto`: discord.py's auto-sharded client in "
-        "this process. A number: that many shards in total, over all worker processes",
-    )
-    # After validation both names hold the count.
-    discord_shards: str | None = Field(
-        None,
-        description="The older name of `DISCORD_SHARD_COUNT`, still read; both set to different "
-        "values is an error",
-    )
-    discord_shard_ids: Annotated[tuple[int, ...], NoDecode] = Field(
-        (),
-        description="With a numeric `DISCORD_SHARD_COUNT`: the shards this process runs (e.g. "
-        "`0,1`); default all of them. Only the process running shard 0 syncs commands",
     )
 
     @classmethod
@@ -483,38 +288,15 @@ class Settings(AttachmentSettings, ConsoleSettings):
             SettingsFileSource(settings_cls, config_file()),
         )
 
-    @field_validator(
-        "llm_base_url",
-        "slack_api_url",
-        "discord_api_url",
-        "embeddings_url",
-        "qdrant_url",
-        "tts_base_url",
-        mode="before",
-    )
+    @field_validator("embeddings_url", "qdrant_url", mode="before")
     @classmethod
     def _url(cls, value: object, info: Any) -> str | None:
         return clean_url(value, info.field_name.upper())
 
-    @field_validator(
-        "llm_api_key",
-        "embeddings_api_key",
-        "qdrant_api_key",
-        "tts_api_key",
-        "slack_bot_token",
-        "slack_signing_secret",
-        "slack_app_token",
-        "discord_token",
-        mode="before",
-    )
+    @field_validator("embeddings_api_key", "qdrant_api_key", mode="before")
     @classmethod
     def _secret(cls, value: object, info: Any) -> str | None:
         return clean_secret(value, info.field_name.upper())
-
-    @field_validator("discord_guild_ids", "discord_shard_ids", mode="before")
-    @classmethod
-    def _id_list(cls, value: object, info: Any) -> tuple[int, ...]:
-        return parse_id_list(value, info.field_name.upper())
 
     @field_validator("forge_hosts", mode="before")
     @classmethod
@@ -531,28 +313,6 @@ class Settings(AttachmentSettings, ConsoleSettings):
             raise ValueError("THREADLINE_SKILLS_DIRS must be a comma-separated list of folders")
         return tuple(Path(str(i).strip()) for i in items if str(i).strip())
 
-    @field_validator("discord_upload_limit", mode="before")
-    @classmethod
-    def _upload_limit(cls, value: object) -> int:
-        return parse_size(value, "DISCORD_UPLOAD_LIMIT")
-
-    @field_validator("discord_shard_count", "discord_shards", mode="before")
-    @classmethod
-    def _shards(cls, value: object, info: Any) -> str | None:
-        text = str(value).strip().lower() if value is not None else ""
-        if not text:
-            return None
-        if text != "auto" and not (text.isdigit() and int(text) >= 1):
-            name = info.field_name.upper()
-            raise ValueError(f'{name} must be "auto" or a shard count (1 or more)')
-        return str(int(text)) if text.isdigit() else text
-
-    @field_validator("llm_model", "llm_provider", "tts_voice", mode="before")
-    @classmethod
-    def _name(cls, value: object) -> str | None:
-        text = str(value).strip() if value is not None else ""
-        return text or None
-
     @field_validator("database_url", mode="before")
     @classmethod
     def _database_url(cls, value: object) -> str | None:
@@ -564,11 +324,6 @@ class Settings(AttachmentSettings, ConsoleSettings):
     def _mcp_names(cls, value: dict[str, McpServerSettings]) -> dict[str, McpServerSettings]:
         check_server_names(list(value))
         return value
-
-    @model_validator(mode="after")
-    def _check_llm(self) -> Settings:
-        self.llm()  # resolve once so that a broken LLM setup fails at start-up
-        return self
 
     @model_validator(mode="after")
     def _check_embeddings(self) -> Settings:
@@ -587,111 +342,9 @@ class Settings(AttachmentSettings, ConsoleSettings):
             raise ValueError(f"EMBEDDINGS_PROVIDER=openai needs {', '.join(missing)}")
         return self
 
-    @model_validator(mode="after")
-    def _check_tts(self) -> Settings:
-        if self.tts_engine == "openai" and not (self.tts_base_url or self.tts_api_key):
-            raise ValueError("TTS_ENGINE=openai needs TTS_BASE_URL (or TTS_API_KEY for OpenAI)")
-        return self
-
-    @property
-    def tts_engine_resolved(self) -> Literal["piper", "espeak", "openai"]:
-        if self.tts_engine == "auto":
-            return "openai" if self.tts_base_url else "piper"
-        return self.tts_engine
-
-    @model_validator(mode="after")
-    def _check_shards(self) -> Settings:
-        count, old = self.discord_shard_count, self.discord_shards
-        if count is not None and old is not None and count != old:
-            raise ValueError(
-                f"DISCORD_SHARD_COUNT={count} and DISCORD_SHARDS={old} disagree: set only "
-                "DISCORD_SHARD_COUNT (DISCORD_SHARDS is its older name)"
-            )
-        self.discord_shard_count = self.discord_shards = count or old
-        if not self.discord_shard_ids:
-            return self
-        if self.discord_shard_count is None or not self.discord_shard_count.isdigit():
-            raise ValueError(
-                "DISCORD_SHARD_IDS needs a numeric DISCORD_SHARD_COUNT (the total shard count)"
-            )
-        total = int(self.discord_shard_count)
-        if any(i >= total for i in self.discord_shard_ids):
-            raise ValueError(f"DISCORD_SHARD_IDS must be below DISCORD_SHARD_COUNT ({total})")
-        return self
-
     @property
     def database(self) -> str:
         return self.database_url or f"sqlite:///{self.data_dir.resolve() / 'threadline.db'}"
-
-    def llm(self) -> ResolvedProvider | None:
-        """The active LLM endpoint, or None when no model is configured (a supported mode)."""
-        name = self.llm_provider
-        base: ProviderSettings
-        if name:
-            if name not in self.providers:
-                known = ", ".join(sorted(self.providers)) or "none defined"
-                raise ValueError(
-                    f"LLM_PROVIDER={name!r} is not a provider in the settings file (known: {known})"
-                )
-            base = self.providers[name]
-        elif self.llm_base_url or self.llm_model or self.llm_api_key:
-            name, base = "default", ProviderSettings()
-        else:
-            return None
-        return self._resolve(name, base, overrides=True)
-
-    def provider(self, name: str) -> ResolvedProvider:
-        """A named `[providers.NAME]` endpoint, as a policy rule's `model` picks it. The LLM_*
-        variables apply only to the active provider (LLM_PROVIDER), which this returns as
-        `llm()` does. Raises KeyError for an unknown name."""
-        if name == self.llm_provider:
-            resolved = self.llm()
-            assert resolved is not None
-            return resolved
-        return self._resolve(name, self.providers[name], overrides=False)
-
-    def _resolve(self, name: str, base: ProviderSettings, *, overrides: bool) -> ResolvedProvider:
-        base_url = (self.llm_base_url if overrides else None) or clean_url(
-            base.base_url, f"providers.{name}.base_url"
-        )
-        model = (self.llm_model if overrides else None) or base.model
-        if not model:
-            raise ValueError(
-                "no model name: set LLM_MODEL (environment or .env), or llm_model / "
-                f"[providers.{name}] model in the settings file (THREADLINE_CONFIG)"
-            )
-        # Usage is recorded per provider and model (usage_records: 64 and 128 characters):
-        # longer names would fail every usage write on PostgreSQL.
-        if len(model) > MAX_MODEL_CHARS:
-            raise ValueError(
-                f"the model name of provider {name[:64]!r} is {len(model)} characters long; "
-                f"at most {MAX_MODEL_CHARS} are allowed (LLM_MODEL / [providers.{name[:64]}] model)"
-            )
-        if len(name) > MAX_PROVIDER_CHARS:
-            raise ValueError(
-                f"the provider name {name[:64]!r}... is {len(name)} characters long; at most "
-                f"{MAX_PROVIDER_CHARS} are allowed"
-            )
-        key = self.llm_api_key if overrides else None
-        if key is None and base.api_key_env:
-            cleaned = clean_secret(os.environ.get(base.api_key_env), base.api_key_env)
-            key = SecretStr(cleaned) if cleaned else None
-        return ResolvedProvider(
-            name=name,
-            base_url=base_url,
-            model=model,
-            api_key=key,
-            context_window=base.context_window or self.llm_context_window,
-            max_output_tokens=base.max_output_tokens or self.llm_max_output_tokens,
-            timeout=base.timeout or self.llm_timeout,
-            max_retries=base.max_retries if base.max_retries is not None else self.llm_max_retries,
-            compact_threshold=base.compact_threshold or self.llm_compact_threshold,
-            max_tokens_param=base.max_tokens_param or self.llm_max_tokens_param,
-            stream=base.stream if base.stream is not None else self.llm_stream,
-            vision=base.vision if base.vision is not None else self.llm_vision,
-            transcription_model=base.transcription_model
-            or (self.llm_transcription_model if overrides else None),
-        )
 
 
 def load_settings(**overrides: Any) -> Settings:
