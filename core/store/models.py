@@ -90,7 +90,15 @@ class AuditEntry(SQLModel, table=True):
     only their size and a digest, so secrets passed to a tool do not land in the log."""
 
     __tablename__ = "audit_log"
-    __table_args__ = (Index("ix_audit_tenant_at", "platform", "tenant", "at"),)
+    # The console pages the log newest first by (at, id), for the tenant alone or filtered by
+    # one of user, channel, tool or outcome: each walk is one of these indexes, read in order.
+    __table_args__ = (
+        Index("ix_audit_tenant_at_id", "platform", "tenant", "at", "id"),
+        Index("ix_audit_tenant_user_at", "platform", "tenant", "user", "at", "id"),
+        Index("ix_audit_tenant_channel_at", "platform", "tenant", "channel", "at", "id"),
+        Index("ix_audit_tenant_tool_at", "platform", "tenant", "tool", "at", "id"),
+        Index("ix_audit_tenant_outcome_at", "platform", "tenant", "outcome", "at", "id"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     at: datetime = Field(default_factory=utcnow, sa_column=_ts())
