@@ -44,6 +44,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_GRACE = timedelta(hours=1)
+# A run started by hand ("run now") is keyed at second 30 of the minute it was asked in: cron
+# times are whole minutes, so it never takes a scheduled period's key, and a second click in
+# the same minute finds the first one's claim.
+MANUAL_SECOND = 30
 SUMMARY_TOKENS = 700
 MAX_MATERIAL_CHARS = 24_000
 SUMMARY_PROMPT = (
@@ -129,6 +133,16 @@ def decode_roles(stored: str) -> tuple[str, ...]:
     if not isinstance(value, list):
         return ()
     return tuple(r for r in value if isinstance(r, str))
+
+
+def manual_slot(now: datetime) -> datetime:
+    """The `scheduled_for` of a run asked for by hand at `now` (see MANUAL_SECOND)."""
+    return now.astimezone(UTC).replace(second=MANUAL_SECOND, microsecond=0)
+
+
+def is_manual(scheduled_for: datetime) -> bool:
+    """Whether a run was started by hand: no cron time falls inside a minute."""
+    return scheduled_for.second == MANUAL_SECOND
 
 
 def _utc(value: datetime) -> datetime:
@@ -245,6 +259,16 @@ class DigestRunner:
         log.warning("digest #%s for %s skipped: %s", sub.id, due.isoformat(), detail)
         await self.store.finish(claim, "skipped", detail)
         return "skipped"
+
+    async def run_now(self, sub: DigestSubscription) -> str:
+        """Run `sub` at once (the console's "run now"), paused or not, through the same claim
+        and outbox as a scheduled period: exactly once per minute however many processes or
+        clicks ask. Its digest covers the time since the previous scheduled run (or the last
+        one posted, if earlier); the next scheduled digest still covers its whole period.
+        Returns what `run` returns ("taken": this minute's run exists already)."""
+        outcome = await self.run(sub, manual_slot(self._clock()))
+        self._on_outcome(outcome)
+        return outcome
 
     async def run(self, sub: DigestSubscription, scheduled_for: datetime) -> str:
         """Claim and run one period. Returns "posted", "empty", "failed" or "taken"."""

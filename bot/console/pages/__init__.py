@@ -5,6 +5,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from bot.console.pages import overview, signin
+from bot.console.pages import digests, overview, signin
 
-PAGES: tuple[ModuleType, ...] = (signin, overview)
+PAGES: tuple[ModuleType, ...] = (signin, overview, digests)
