@@ -5,6 +5,28 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from bot.console.pages import digests, overview, signin
+from bot.console.pages import (
+    audit,
+    conversations,
+    digests,
+    mcp,
+    overview,
+    policy,
+    repositories,
+    signin,
+    skills,
+    usage,
+)
 
-PAGES: tuple[ModuleType, ...] = (signin, overview, digests)
+PAGES: tuple[ModuleType, ...] = (
+    signin,
+    overview,
+    usage,
+    audit,
+    conversations,
+    repositories,
+    digests,
+    mcp,
+    skills,
+    policy,
+)
