@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 COOKIE = "threadline_console"
 COOKIE_PATH = "/console"
 CSRF_FIELD = "csrf_token"
+# Before sign-in there is no session to hold a CSRF token: the sign-in form's token is kept in a
+# signed cookie of its own (double submit), so another site cannot sign a browser in as
+# someone else by posting a link it holds.
+SIGNIN_COOKIE = "threadline_console_signin"
+SIGNIN_COOKIE_SECONDS = 600
 
 HEADERS: dict[str, str] = {
     # No inline script anywhere, no framing, nothing from other origins.
@@ -70,10 +75,25 @@ class CookieSession:
 class SessionCookies:
     def __init__(self, secret: str) -> None:
         self._signer = URLSafeSerializer(secret, salt="threadline-console-session")
+        self._signin = URLSafeSerializer(secret, salt="threadline-console-signin-form")
 
     def new(self, session_id: int) -> tuple[str, CookieSession]:
         session = CookieSession(session_id, secrets.token_urlsafe(32))
         return self._signer.dumps({"sid": session_id, "csrf": session.csrf}), session
+
+    def signin_token(self) -> tuple[str, str]:
+        """A new sign-in form token: (the cookie's value, the form field's value)."""
+        token = secrets.token_urlsafe(32)
+        return self._signin.dumps(token), token
+
+    def signin_token_ok(self, cookie: str | None, given: str | None) -> bool:
+        if not cookie or not given:
+            return False
+        try:
+            expected = self._signin.loads(cookie)
+        except BadSignature:
+            return False
+        return isinstance(expected, str) and csrf_ok(expected, given)
 
     def read(self, value: str | None) -> CookieSession | None:
         if not value:

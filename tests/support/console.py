@@ -152,10 +152,17 @@ async def link_for(bot: BotHarness, **who: Any) -> str:
     return found.group(1)
 
 
+async def signin_post(web: httpx.AsyncClient, path: str) -> httpx.Response:
+    """What a browser does with a link: open the form (its CSRF cookie and field), press Sign in."""
+    form = await web.get(path)
+    token = CSRF.search(form.text)
+    return await web.post(path, data={"csrf_token": token.group(1) if token else ""})
+
+
 async def sign_in(web: httpx.AsyncClient, bot: BotHarness, **who: Any) -> str:
     """Signs `web` in; returns the CSRF token of its forms."""
     path = await link_for(bot, **who)
-    resp = await web.post(path)
+    resp = await signin_post(web, path)
     assert resp.status_code == 303, resp.text
     page = await web.get("/console/")
     assert page.status_code == 200

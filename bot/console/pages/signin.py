@@ -11,7 +11,13 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from bot.console.kit import Console, NavItem, Signed
-from bot.console.security import COOKIE, COOKIE_PATH
+from bot.console.security import (
+    COOKIE,
+    COOKIE_PATH,
+    CSRF_FIELD,
+    SIGNIN_COOKIE,
+    SIGNIN_COOKIE_SECONDS,
+)
 from core.operator.links import SESSION_LIFETIME, Refused
 
 log = logging.getLogger(__name__)
@@ -39,15 +45,41 @@ def routes(console: Console) -> list[BaseRoute]:
             return console.refuse(
                 request, 429, "Slow down", "Too many sign-in attempts; wait a minute."
             )
-        return console.render(
-            request, "signin.html", token=request.path_params["token"], signed_out=False
+        cookie, form_token = console.cookies.signin_token()
+        response = console.render(
+            request,
+            "signin.html",
+            token=request.path_params["token"],
+            signed_out=False,
+            form_token=form_token,
         )
+        response.set_cookie(
+            SIGNIN_COOKIE,
+            cookie,
+            max_age=SIGNIN_COOKIE_SECONDS,
+            path=COOKIE_PATH + "/signin",
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+        return response
 
     async def signin(request: Request) -> Response:
         client = console.client(request)
         if not console.signin_limit.allow(client):
             return console.refuse(
                 request, 429, "Slow down", "Too many sign-in attempts; wait a minute."
+            )
+        fields = await console.form(request)
+        if not console.cookies.signin_token_ok(
+            request.cookies.get(SIGNIN_COOKIE), fields.get(CSRF_FIELD)
+        ):
+            return console.refuse(
+                request,
+                403,
+                "Sign-in refused",
+                "This sign-in form was not opened in this browser, or it is over 10 minutes old. "
+                "Open your link again (it still works if you have not used it).",
             )
         outcome = await console.links.redeem(request.path_params["token"])
         if isinstance(outcome, Refused):
@@ -56,6 +88,10 @@ def routes(console: Console) -> list[BaseRoute]:
         await console.audit.record_action(outcome.identity, "console.sign_in", detail=client)
         value, _ = console.cookies.new(outcome.id)
         response = RedirectResponse(console.path(request, "console:home"), 303)
+        secure = request.url.scheme == "https"
+        response.delete_cookie(
+            SIGNIN_COOKIE, path=COOKIE_PATH + "/signin", secure=secure, samesite="strict"
+        )
         response.set_cookie(
             COOKIE,
             value,
@@ -63,7 +99,7 @@ def routes(console: Console) -> list[BaseRoute]:
             path=COOKIE_PATH,
             httponly=True,
             samesite="strict",
-            secure=request.url.scheme == "https",
+            secure=secure,
         )
         return response
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 
 from tests.conftest import POLICY_ALL
-from tests.support.console import WEB_SECRET
+from tests.support.console import WEB_SECRET, signin_post
 from tests.support.processes import base_env, free_port, threadline_command
 
 LOCAL_LINK = re.compile(r"Web console: (http://127\.0\.0\.1:\d+)(/console/signin/[A-Za-z0-9_-]+)")
@@ -55,7 +55,7 @@ async def test_threadline_run_serves_the_console_on_loopback_and_prints_a_link(
         base, path = found.groups()
         assert base == f"http://127.0.0.1:{env['PORT']}"
         async with httpx.AsyncClient(base_url=base) as web:
-            signed_in = await web.post(path)
+            signed_in = await signin_post(web, path)
             assert signed_in.status_code == 303, signed_in.text
             overview = await web.get("/console/")
             assert overview.status_code == 200 and "<h1>Overview</h1>" in overview.text

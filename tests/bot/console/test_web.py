@@ -14,7 +14,7 @@ from config.settings import Settings
 from core.errors import ConfigError
 from tests.conftest import BotHarness
 from tests.support.clocks import Clock
-from tests.support.console import WEB_SECRET, link_for, sign_in
+from tests.support.console import CSRF, WEB_SECRET, link_for, sign_in, signin_post
 
 LINK = re.compile(r"http://127\.0\.0\.1:8080(/console/signin/[A-Za-z0-9_-]+)")
 
@@ -45,18 +45,35 @@ async def test_a_link_signs_in_once_and_sets_a_strict_cookie(
     path = await link_for(console_bot, user="ada")
     form = await web.get(path)  # a GET (a link preview) does not spend the link
     assert form.status_code == 200 and 'id="signin"' in form.text
-    resp = await web.post(path)
+    resp = await signin_post(web, path)
     assert resp.status_code == 303 and resp.headers["location"] == "/console/"
-    cookie = resp.headers["set-cookie"].lower()
+    [cookie] = [c.lower() for c in resp.headers.get_list("set-cookie") if "signin=" not in c]
     assert "httponly" in cookie and "samesite=strict" in cookie and "path=/console" in cookie
     assert "max-age=28800" in cookie and "secure" not in cookie  # plain HTTP here
     page = await web.get("/console/")
     assert page.status_code == 200 and "Overview" in page.text and "ada" in page.text
 
-    again = await httpx.AsyncClient(transport=web._transport, base_url="http://testserver").post(
-        path
-    )
+    other = httpx.AsyncClient(transport=web._transport, base_url="http://testserver")
+    again = await signin_post(other, path)
     assert again.status_code == 403 and "already used" in again.text
+
+
+async def test_the_sign_in_form_needs_its_csrf_token_and_cookie(
+    web: httpx.AsyncClient, console_bot: BotHarness
+) -> None:
+    path = await link_for(console_bot, user="ada")
+    # Another site posting the link (no form token, no cookie of ours): refused, link unspent.
+    bare = await web.post(path)
+    assert bare.status_code == 403 and "not opened in this browser" in bare.text
+    form = await web.get(path)
+    [token] = CSRF.findall(form.text)
+    set_cookie = form.headers["set-cookie"].lower()
+    assert "samesite=strict" in set_cookie and "httponly" in set_cookie
+    # The token without the cookie it belongs to (a forged form elsewhere) is refused too.
+    other = httpx.AsyncClient(transport=web._transport, base_url="http://testserver")
+    assert (await other.post(path, data={"csrf_token": token})).status_code == 403
+    assert (await web.post(path, data={"csrf_token": token + "x"})).status_code == 403
+    assert (await web.post(path, data={"csrf_token": token})).status_code == 303
 
 
 async def test_an_expired_link_is_refused(
@@ -64,7 +81,7 @@ async def test_an_expired_link_is_refused(
 ) -> None:
     path = await link_for(console_bot)
     clock.now += timedelta(minutes=5, seconds=1)
-    resp = await web.post(path)
+    resp = await signin_post(web, path)
     assert resp.status_code == 403 and "has expired" in resp.text
     assert "threadline_console" not in resp.headers.get("set-cookie", "")
 
@@ -159,8 +176,9 @@ async def test_the_cookie_is_secure_over_https(console_bot: BotHarness) -> None:
 
     transport = httpx.ASGITransport(app=create_http_app(console_bot.app))
     async with httpx.AsyncClient(transport=transport, base_url="https://testserver") as client:
-        resp = await client.post(await link_for(console_bot))
-    assert resp.status_code == 303 and "secure" in resp.headers["set-cookie"].lower()
+        resp = await signin_post(client, await link_for(console_bot))
+    assert resp.status_code == 303
+    assert all("secure" in c.lower() for c in resp.headers.get_list("set-cookie"))
 
 
 async def test_threadline_console_link_prints_a_link_for_admins_only(
@@ -180,7 +198,7 @@ async def test_threadline_console_link_prints_a_link_for_admins_only(
     url = capsys.readouterr().out.strip()
     found = LINK.fullmatch(url)
     assert found is not None
-    assert (await web.post(found.group(1))).status_code == 303  # it signs in
+    assert (await signin_post(web, found.group(1))).status_code == 303  # it signs in
 
     assert await console_command(console_bot.app, args("slack:T1:U1")) == 1
     assert "does not have `admin`" in capsys.readouterr().err
