@@ -90,6 +90,12 @@ def read_checkout(root: Path) -> Checkout:
     return Checkout(head if pushed else None, remote or None, prefix.strip("/"))
 
 
+def head_commit(root: Path) -> str | None:
+    """The commit the work tree at `root` has checked out, or None (no git, not a repository).
+    Blocks on `git`: call it in a thread."""
+    return _out(_git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"))
+
+
 def unchanged(root: Path, path: str) -> bool:
     """`path` (relative to `root`) is tracked and has no change against HEAD."""
     done = _git(root, "status", "--porcelain", "--untracked-files=all", "--", path)
