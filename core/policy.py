@@ -33,7 +33,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Generic, Literal, TypeVar, get_args
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
@@ -216,6 +216,66 @@ class Grant:
     model: str | None = None  # a provider name; None = the default model
 
 
+T = TypeVar("T")
+DEFAULTS = "defaults"  # where a part of an explanation came from when no rule decided it
+
+
+def rule_label(index: int, rule: Rule) -> str:
+    """A rule as people see it: its name, or its place in the file (`rule #3`)."""
+    return rule.name or f"rule #{index + 1}"
+
+
+@dataclass(frozen=True, slots=True)
+class Sourced(Generic[T]):
+    value: T
+    source: str  # DEFAULTS or a rule's label
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionSource:
+    permission: str
+    sources: tuple[str, ...]  # each place that granted it (the last one decided), in order
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetSource:
+    name: str
+    value: int
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """`Policy.explain`: a `Grant` with the source of each part."""
+
+    identity: Identity
+    rules: tuple[str, ...]  # the matching rules, in the order they were applied
+    permissions: tuple[PermissionSource, ...]  # sorted by permission
+    denied: tuple[tuple[str, str], ...]  # (permission, the rule whose deny removed it)
+    budgets: tuple[BudgetSource, ...]  # in the order of `Budgets`' fields
+    repos: Sourced[frozenset[str]]
+    skills: Sourced[frozenset[str]]
+    pinned_skills: Sourced[tuple[str, ...]]
+    model: Sourced[str | None]
+
+    @property
+    def mcp(self) -> tuple[PermissionSource, ...]:
+        """The MCP grants among the permissions (`mcp:NAME`, `mcp:NAME.tool`)."""
+        return tuple(p for p in self.permissions if p.permission.startswith("mcp:"))
+
+    def grant(self) -> Grant:
+        """The `Grant` this explains (what `Policy.resolve` returns for the same identity)."""
+        return Grant(
+            permissions=frozenset(p.permission for p in self.permissions),
+            budgets=Budgets.model_validate({b.name: b.value for b in self.budgets}),
+            rules=self.rules,
+            repos=self.repos.value,
+            skills=self.skills.value,
+            pinned_skills=self.pinned_skills.value,
+            model=self.model.value,
+        )
+
+
 def _matches(match: Match, who: Identity) -> bool:
     checks = (
         (match.platform, who.platform),
@@ -286,6 +346,55 @@ class Policy:
             repos=frozenset(repos),
             skills=frozenset(skills),
             pinned_skills=tuple(dict.fromkeys(pinned)),
+            model=model,
+        )
+
+    def explain(self, who: Identity) -> Explanation:
+        """What `resolve` gives `who`, and where each part came from ("defaults" or the name of
+        the rule that decided it). Walks the rules as `resolve` does; `Explanation.grant()`
+        equals `resolve(who)` (tested), so the console's explainer cannot drift from it."""
+        doc = self.document
+        matching = sorted(
+            ((i, r) for i, r in enumerate(doc.rules) if _matches(r.match, who)),
+            key=lambda item: item[1].match.specificity(),
+        )
+        # Each permission held, with every place that granted it since it was last denied.
+        held: dict[str, list[str]] = {p: [DEFAULTS] for p in doc.defaults.permissions}
+        denied: dict[str, str] = {}
+        budgets = {k: (v, DEFAULTS) for k, v in doc.defaults.budgets.model_dump().items()}
+        repos = Sourced(frozenset(doc.defaults.repos), DEFAULTS)
+        skills = Sourced(frozenset(doc.defaults.skills), DEFAULTS)
+        pinned = Sourced(tuple(dict.fromkeys(doc.defaults.pinned_skills)), DEFAULTS)
+        model = Sourced(doc.defaults.model, DEFAULTS)
+        for i, rule in matching:
+            label = rule_label(i, rule)
+            for permission in rule.grant:
+                held.setdefault(permission, []).append(label)
+                denied.pop(permission, None)
+            for permission in rule.deny:
+                if held.pop(permission, None) is not None or permission in denied:
+                    denied[permission] = label
+            for key, value in rule.budgets.model_dump(exclude_none=True).items():
+                budgets[key] = (value, label)
+            if rule.repos is not None:
+                repos = Sourced(frozenset(rule.repos), label)
+            if rule.skills is not None:
+                skills = Sourced(frozenset(rule.skills), label)
+            if rule.pinned_skills is not None:
+                pinned = Sourced(tuple(dict.fromkeys(rule.pinned_skills)), label)
+            if rule.model is not None:
+                model = Sourced(rule.model, label)
+        return Explanation(
+            identity=who,
+            rules=tuple(rule_label(i, r) for i, r in matching),
+            permissions=tuple(
+                PermissionSource(p, tuple(dict.fromkeys(held[p]))) for p in sorted(held)
+            ),
+            denied=tuple(sorted(denied.items())),
+            budgets=tuple(BudgetSource(k, v, source) for k, (v, source) in budgets.items()),
+            repos=repos,
+            skills=skills,
+            pinned_skills=pinned,
             model=model,
         )
 

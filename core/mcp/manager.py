@@ -203,8 +203,12 @@ class McpManager:
         if name in self._wake:
             self._wake[name].set()
 
-    async def approve(self, name: str, by: str) -> list[str]:
-        approved = await self.pins.approve(name, by)
+    async def approve(
+        self, name: str, by: str, expected: Mapping[str, str] | None = None
+    ) -> list[str]:
+        """`/mcp approve` (and the console's Approve): trust the pending definitions of
+        `name`'s tools (only if they are `expected`, when given: see `PinStore.approve`)."""
+        approved = await self.pins.approve(name, by, expected)
         state = self.servers[name]
         for tool in approved:
             if tool in state.tools:

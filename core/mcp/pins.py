@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -48,6 +48,7 @@ class PendingChange:
     old: dict[str, Any]
     new: dict[str, Any]
     since: datetime | None
+    sha256: str = ""  # of `new`, as recorded: what an approval of exactly this change names
 
     @property
     def new_tool(self) -> bool:
@@ -170,20 +171,27 @@ class PinStore:
                 json.loads(r.definition),
                 json.loads(r.pending_definition or "{}"),
                 r.pending_since,
+                r.pending_sha256 or "",
             )
             for r in rows
         ]
 
-    async def approve(self, server: str, by: str) -> list[str]:
-        """Approve every pending change of `server`; returns the tools approved."""
+    async def approve(
+        self, server: str, by: str, expected: Mapping[str, str] | None = None
+    ) -> list[str]:
+        """Approve every pending change of `server`; returns the tools approved. With
+        `expected` (tool -> pending sha256, as someone reviewed them), approve nothing unless
+        the pending changes are exactly those: a definition that changed again after the
+        review is not approved unseen."""
         async with self._db.session() as s:
-            rows = (
-                await s.exec(
-                    select(McpToolPin).where(
-                        McpToolPin.server == server, col(McpToolPin.pending_sha256).is_not(None)
-                    )
-                )
-            ).all()
+            query = select(McpToolPin).where(
+                McpToolPin.server == server, col(McpToolPin.pending_sha256).is_not(None)
+            )
+            if expected is not None:
+                query = query.with_for_update()  # no change slips in between check and write
+            rows = (await s.exec(query)).all()
+            if expected is not None and {r.tool: r.pending_sha256 for r in rows} != dict(expected):
+                return []
             for r in rows:
                 assert r.pending_sha256 is not None and r.pending_definition is not None
                 r.sha256, r.definition = r.pending_sha256, r.pending_definition
