@@ -102,7 +102,21 @@ async def test_the_list_the_filters_and_a_thread_with_its_tool_calls_and_ratings
     assert "how do deploys work?" in text and "It is 09:31.\nSecond line." in text
     assert "current_time" in text and "fake-model" in text and "wrong zone" in text
     assert text.index("how do deploys work?") < text.index("what time is it?")
-    assert "Turn 2" in text and "not helpful" in text
+    assert "Turn 2" in text and "Rated down (not helpful)" in text
+    assert "Summary of the compacted turns" not in text
+
+    # The thread grew too long and its first turn was summarized (as compaction stores it).
+    from core.memory.history import HistoryStore
+    from core.request import ConversationKey
+
+    conv = ConversationKey("console", "local", "ops", "d1")
+    await HistoryStore(bot.app.db, clock).save_summary(
+        conv, "Ada asked <b>how</b> deploys work.", 2
+    )
+    compacted = (await web.get("/console/conversations/ops/d1")).text
+    assert "Summary of the compacted turns" in compacted
+    assert "Ada asked &lt;b&gt;how&lt;/b&gt; deploys work." in compacted
+    assert compacted.count("cv-tag") == 1  # turn 1 (messages 1 and 2) only
 
     from sqlmodel import col, select
 
@@ -112,7 +126,7 @@ async def test_the_list_the_filters_and_a_thread_with_its_tool_calls_and_ratings
         views = (
             await s.exec(select(AuditEntry).where(col(AuditEntry.tool) == "console.view_thread"))
         ).all()
-    assert [(v.user, v.detail) for v in views] == [("root", "channel=ops thread=d1")]
+    assert [(v.user, v.detail) for v in views] == [("root", "channel=ops thread=d1")] * 2
 
 
 async def test_unknown_and_other_tenants_threads_read_the_same(
