@@ -60,11 +60,11 @@ def _charts(report: UsageReport) -> list[Markup]:
             Series(name, values(s.per_day), paint)
             for (name, paint), s in zip(legend, charted, strict=False)
         ]
-        if others:
-            summed = [
-                sum(getattr(s.per_day[i], field) for s in others) for i in range(len(report.days))
-            ]
-            series.append(Series(legend[-1][0], summed, legend[-1][1]))
+        if others:  # what the charted keys leave of each day's total
+            rest = values(report.per_day)
+            for charted_series in series:
+                rest = [r - v for r, v in zip(rest, charted_series.values, strict=True)]
+            series.append(Series(legend[-1][0], rest, legend[-1][1]))
         charts.append(
             stacked_bars(
                 f"chart-{field}",
