@@ -41,7 +41,7 @@ class UsageQuery:
         text = (days or "").strip()
         count = DEFAULT_DAYS
         if text:
-            if not text.isdecimal() or len(text) > 3:
+            if not (text.isascii() and text.isdecimal()) or len(text) > 3:
                 raise UsageQueryError(f"Days must be a whole number from 1 to {MAX_DAYS}.")
             count = int(text)
             if not 1 <= count <= MAX_DAYS:
