@@ -71,7 +71,7 @@ class RepoRow:
     edges: int
     last_indexed_at: datetime | None
     vectors_synced_at: datetime | None  # the last sync of its chunks to the vector store
-    commit: str | None  # what the checkout has now (not necessarily what was indexed)
+    commit: str | None  # what the checkout has now (not necessarily what was indexed), if asked
     last_run: IndexProgress | None  # this process's latest re-index of it
 
 
@@ -183,9 +183,16 @@ class RepoBoard:
         return await self._repos.get(name)
 
     async def rows(
-        self, who: Identity, jobs: Reindexer | None = None, *, name_has: str = ""
+        self,
+        who: Identity,
+        jobs: Reindexer | None = None,
+        *,
+        name_has: str = "",
+        with_commit: bool = False,
     ) -> tuple[RepoRow, ...]:
-        """The repositories `who` may see (whose name contains `name_has`), with their counts."""
+        """The repositories `who` may see (whose name contains `name_has`), with their counts;
+        `with_commit` asks git for each checkout's commit (a process per repository: for one
+        repository's page, not the list)."""
         repos = [
             r
             for r in await self._repos.all()
@@ -195,7 +202,9 @@ class RepoBoard:
         if not ids:
             return ()
         files, chunks, edges, synced = await self._counts(ids)
-        commits = await asyncio.gather(*(asyncio.to_thread(_commit, r.root) for r in repos))
+        commits: Sequence[str | None] = [None] * len(repos)
+        if with_commit:
+            commits = await asyncio.gather(*(asyncio.to_thread(_commit, r.root) for r in repos))
         return tuple(
             RepoRow(
                 name=r.name,

@@ -44,6 +44,8 @@ def routes(console: Console) -> list[BaseRoute]:
         done = request.query_params.get("done", "")
         sub_id = request.query_params.get("id", "")
         notice = DONE[done].format(id=sub_id) if done in DONE and sub_id.isdigit() else ""
+        # Routing's url_for walks every route: once per page, not once per button.
+        base = console.path(request, "console:digests")
         return console.render(
             request,
             "digests.html",
@@ -56,9 +58,7 @@ def routes(console: Console) -> list[BaseRoute]:
             state=state,
             states=STATES,
             notice=notice,
-            action=lambda sub_id, verb: console.path(
-                request, "console:digest-action", sub_id=sub_id, verb=verb
-            ),
+            action=lambda sub_id, verb: f"{base}/{sub_id}/{verb}",
         )
 
     async def act(request: Request, signed: Signed, _form: dict[str, str]) -> Response:

@@ -38,7 +38,8 @@ def routes(console: Console) -> list[BaseRoute]:
             signed=signed,
             rows=await board.rows(signed.identity, jobs, name_has=name_has),
             q=name_has,
-            path_of=lambda route, name: console.path(request, route, name=name),
+            # Routing's url_for walks every route: once per page, not once per row.
+            base=console.path(request, "console:repositories"),
         )
 
     async def repository(request: Request, signed: Signed) -> Response:
@@ -47,7 +48,7 @@ def routes(console: Console) -> list[BaseRoute]:
             return unknown(request, name)
         progress = jobs.progress(name)
         still = request.query_params.get("refresh") == "off"
-        rows = await board.rows(signed.identity, name_has=name)
+        rows = await board.rows(signed.identity, name_has=name, with_commit=True)
         return console.render(
             request,
             "repository.html",

@@ -4,6 +4,7 @@ background re-index whose progress ends in the `/index` summary."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,12 @@ ACME = Identity("slack", "acme", "C1", "ada", frozenset({"admin"}))
 BETA = Identity("slack", "beta", "C1", "bob", frozenset({"admin"}))
 
 
+def git_commit(root: Path) -> None:
+    git = ["git", "-C", str(root), "-c", "user.email=t@example.org", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "first"], check=True)
+
+
 async def test_counts_visibility_and_a_reindex(
     open_db: Callable[[], Any], clock: Clock, tmp_path: Path
 ) -> None:
@@ -43,9 +50,13 @@ async def test_counts_visibility_and_a_reindex(
 
     assert [r.name for r in await board.rows(BETA)] == ["web"]
     assert await board.find(BETA, "api") is None and await board.find(ACME, "api") is not None
-    [before] = await board.rows(ACME, name_has="AP")
+    [before] = await board.rows(ACME, name_has="AP", with_commit=True)
     assert (before.files, before.chunks, before.edges, before.last_indexed_at) == (0, 0, 0, None)
     assert before.commit is None  # not a git work tree
+    git_commit(tmp_path / "web")
+    [listed] = await board.rows(BETA)
+    [shown] = await board.rows(BETA, name_has="web", with_commit=True)
+    assert listed.commit is None and shown.commit is not None and len(shown.commit) == 40
 
     api = await repos.get("api")
     assert api is not None
