@@ -31,20 +31,14 @@ def applies_in(match: Match, platform: str, tenant: str) -> bool:
     )
 
 
-def describe_match(match: Match) -> str:
-    """A match as a line: `channel ops, help · roles admin`; `everyone` when it is empty."""
-    parts = [
-        f"{field} {', '.join(values)}"
-        for field, values in (
-            ("platform", match.platform),
-            ("tenant", match.tenant),
-            ("channel", match.channel),
-            ("user", match.user),
-            ("roles", match.roles),
-        )
-        if values is not None
-    ]
-    return " · ".join(parts) or "everyone"
+def describe_match(match: Match, *, within_tenant: bool = False) -> str:
+    """A match as a line: `channel ops, help · roles admin`; `everyone` when it is empty.
+    `within_tenant`: leave out the platform and tenant (a page about one tenant)."""
+    fields = [("channel", match.channel), ("user", match.user), ("roles", match.roles)]
+    if not within_tenant:
+        fields = [("platform", match.platform), ("tenant", match.tenant), *fields]
+    parts = [f"{field} {', '.join(values)}" for field, values in fields if values is not None]
+    return " · ".join(parts) or ("everyone in the tenant" if within_tenant else "everyone")
 
 
 @dataclass(frozen=True, slots=True)

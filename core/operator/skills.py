@@ -124,7 +124,8 @@ class SkillsView:
         for i, rule in enumerate(self._policy.document.rules):
             if _touches_skills(rule) and applies_in(rule.match, platform, tenant):
                 rep = _representative(rule.match, platform, tenant)
-                places.append((describe_match(rule.match), rule_label(i, rule), rep))
+                where = describe_match(rule.match, within_tenant=True)
+                places.append((where, rule_label(i, rule), rep))
         return places
 
     def _offers(self, name: str, places: list[tuple[str, str, Identity]]) -> tuple[Offer, ...]:
