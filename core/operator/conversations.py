@@ -18,21 +18,20 @@ the reply and are gone.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, case, func, or_, select, tuple_
+from sqlalchemy import and_, case, func, select, tuple_
 from sqlmodel import col
 from sqlmodel import select as select_rows
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from core.store.engine import Database
 from core.store.models import (
+    MAX_ROW_ID,
     Answer,
     AnswerRating,
     AuditEntry,
@@ -73,28 +72,21 @@ class ThreadFilter:
 
 @dataclass(frozen=True, slots=True)
 class Cursor:
-    """Where a page of the list ends: its last thread's (last activity, channel, thread)."""
+    """Where a page of the list ends: the newest message id of its last thread. Ids grow as
+    messages are stored, so "newest activity first" is "newest last message id first", and a
+    thread's last id is unique: no ties to break."""
 
-    last_at: datetime
-    channel: str
-    thread: str
+    last_id: int
 
     def encode(self) -> str:
-        raw = json.dumps([self.last_at.isoformat(), self.channel, self.thread])
-        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+        return str(self.last_id)
 
     @classmethod
     def decode(cls, text: str) -> Cursor | None:
         """None when `text` is not a cursor this module made."""
-        try:
-            raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-            at, channel, thread = json.loads(raw)
-            cursor = cls(aware(datetime.fromisoformat(at)), channel, thread)
-        except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
+        if not (text.isascii() and text.isdigit()) or not 0 < int(text) <= MAX_ROW_ID + 1:
             return None
-        if not (valid_key(cursor.channel) and valid_key(cursor.thread)):
-            return None
-        return cursor
+        return cls(int(text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +214,10 @@ class Conversations:
         after: Cursor | None = None,
     ) -> ThreadPage:
         m = ThreadMessage
-        last = func.max(col(m.at))
+        # Without dates, the conversation index (platform, tenant, channel, thread, id) holds
+        # all that is read: the scan never touches the messages' text. Dates read the rows in
+        # the range through the (platform, tenant, at) index.
+        last = func.max(col(m.id))
         stmt = (
             select(col(m.channel), col(m.thread), last)
             .where(col(m.platform) == platform, col(m.tenant) == tenant)
@@ -242,43 +237,30 @@ class Conversations:
             )
             stmt = stmt.where(tuple_(col(m.channel), col(m.thread)).in_(asked))
         if after is not None:
-            stmt = stmt.having(
-                or_(
-                    last < after.last_at,
-                    and_(
-                        last == after.last_at,
-                        or_(
-                            col(m.channel) < after.channel,
-                            and_(col(m.channel) == after.channel, col(m.thread) < after.thread),
-                        ),
-                    ),
-                )
-            )
-        stmt = stmt.order_by(last.desc(), col(m.channel).desc(), col(m.thread).desc()).limit(
-            THREADS_PER_PAGE + 1
-        )
+            stmt = stmt.having(last < after.last_id)
+        stmt = stmt.order_by(last.desc()).limit(THREADS_PER_PAGE + 1)
         async with self._db.session() as s:
             connection = await s.connection()
-            found = [(r[0], r[1], aware(r[2])) for r in (await connection.execute(stmt)).all()]
+            found = [(r[0], r[1], int(r[2] or 0)) for r in (await connection.execute(stmt)).all()]
             page = found[:THREADS_PER_PAGE]
             keys = [(channel, thread) for channel, thread, _ in page]
+            times = await _times(connection, [last_id for _, _, last_id in page])
             turns = await _turn_counts(connection, platform, tenant, keys)
             people, votes = await _answer_figures(connection, platform, tenant, keys)
         rows = tuple(
             ThreadRow(
                 channel=channel,
                 thread=thread,
-                last_at=at,
+                last_at=times[last_id],
                 turns=turns.get((channel, thread), 0),
                 people=tuple(sorted(people.get((channel, thread), ()))),
                 up=votes.get((channel, thread), (0, 0))[0],
                 down=votes.get((channel, thread), (0, 0))[1],
             )
-            for channel, thread, at in page
+            for channel, thread, last_id in page
         )
         more = len(found) > THREADS_PER_PAGE
-        next_cursor = Cursor(page[-1][2], page[-1][0], page[-1][1]) if more else None
-        return ThreadPage(rows, next_cursor)
+        return ThreadPage(rows, Cursor(page[-1][2]) if more else None)
 
     async def channels(self, platform: str, tenant: str) -> list[str]:
         """The tenant's channels that have a conversation (for the filter's choices)."""
@@ -395,6 +377,14 @@ def _keyed(table: Any, keys: Sequence[tuple[str, str]]) -> Any:
         col(table.channel).in_({c for c, _ in keys}),
         col(table.thread).in_({t for _, t in keys}),
     )
+
+
+async def _times(connection: Any, ids: Sequence[int]) -> dict[int, datetime]:
+    if not ids:
+        return {}
+    m = ThreadMessage
+    rows = (await connection.execute(select(col(m.id), col(m.at)).where(col(m.id).in_(ids)))).all()
+    return {int(r[0]): aware(r[1]) for r in rows}
 
 
 async def _turn_counts(

@@ -104,11 +104,7 @@ async def test_threads_newest_first_with_their_figures_and_filters(
 async def test_the_list_pages_by_keyset(open_db: Callable[[], Database]) -> None:
     db = open_db()
     await db.create_all()
-    # Threads with equal times too: the cursor's channel and thread break the tie.
-    rows = [
-        message("C1", f"t{i:03}", "user", T0 + timedelta(minutes=i // 2))
-        for i in range(THREADS_PER_PAGE + 7)
-    ]
+    rows = [message("C1", f"t{i:03}", "user", T0 + timedelta(minutes=i)) for i in range(57)]
     await seed(db, *rows)
     talk = Conversations(db, lambda: T0)
     first = await talk.threads("slack", "T1")
@@ -117,9 +113,11 @@ async def test_the_list_pages_by_keyset(open_db: Callable[[], Database]) -> None
     assert cursor == first.next
     second = await talk.threads("slack", "T1", after=cursor)
     seen = [r.thread for r in first.rows + second.rows]
-    assert len(seen) == len(set(seen)) == THREADS_PER_PAGE + 7 and second.next is None
-    assert seen == sorted(seen, reverse=True)
-    for bad in ("", "!!", "bm90IGpzb24", Cursor(T0, "", "x").encode()):
+    assert seen == [f"t{i:03}" for i in reversed(range(57))] and second.next is None
+    # A message in an old thread makes it the newest: it moves to the first page.
+    await seed(db, message("C1", "t000", "assistant", T0 + timedelta(hours=2)))
+    assert (await talk.threads("slack", "T1")).rows[0].thread == "t000"
+    for bad in ("", "!!", "-1", "1.5", "٣", str(2**40)):
         assert Cursor.decode(bad) is None
 
 
