@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import POLICY_ALL
+from tests.support.cli import run_cli as run_cli
 from tests.support.fakes.openai_server import FakeOpenAI
 from tests.support.paths import ROOT_DIR
 from tests.support.processes import free_port as free_port
@@ -54,20 +55,6 @@ def llm_env(cli_env: dict[str, str], fake_llm: FakeOpenAI) -> dict[str, str]:
         "LLM_MODEL": "fake-model",
         "LLM_MAX_RETRIES": "0",
     }
-
-
-def run_cli(
-    env: dict[str, str], cwd: Path, *args: str, timeout: float = 60.0
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*threadline_command(), *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def ask_json(env: dict[str, str], cwd: Path, text: str, *flags: str) -> tuple[int, dict[str, Any]]:
