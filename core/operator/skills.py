@@ -41,7 +41,7 @@ class SkillRow:
     allowed_tools: tuple[str, ...] | None
     hinted_channels: tuple[str, ...]  # the skill's own `channels` hint: listed first there
     offers: tuple[Offer, ...]  # one "everywhere" row, or where it is and is not offered
-    problems: tuple[str, ...]  # warnings about this skill's SKILL.md (it loaded)
+    problems: tuple[str, ...]  # warnings about its SKILL.md (it loaded), files refused
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +104,7 @@ class SkillsView:
                 allowed_tools=s.allowed_tools,
                 hinted_channels=tuple(sorted(s.channels)),
                 offers=self._offers(s.name, places),
-                problems=tuple(warnings.get(s.name, ())),
+                problems=(*warnings.get(s.name, ()), *(why for _, why in s.refused)),
             )
             for s in skills
             if needle in s.name.casefold() or needle in s.description.casefold()

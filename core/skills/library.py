@@ -48,6 +48,9 @@ class Skill:
     meta: Frontmatter
     shipped: bool = False
     files: tuple[str, ...] = ()  # paths relative to the folder, SKILL.md excluded, sorted
+    # Files left out because they are unsafe or unreadable (a secret-looking name, a symbolic
+    # link, too large, binary), with why: hidden and .gitignore'd files are left out by intent.
+    refused: tuple[tuple[str, str], ...] = ()
 
     @property
     def allowed_tools(self) -> tuple[str, ...] | None:
@@ -134,6 +137,7 @@ def _load_one(out: _Scan, folder: Path, shipped: bool) -> None:
         )
         return
     out.problems.extend(SkillProblem(path, w, error=False) for w in doc.warnings)
+    files, refused = _list_files(folder)
     out.skills[name] = Skill(
         name=name,
         description=" ".join(redact(doc.meta.description, SKILL_FILE).split()),
@@ -141,7 +145,8 @@ def _load_one(out: _Scan, folder: Path, shipped: bool) -> None:
         folder=folder.resolve(),
         meta=doc.meta,
         shipped=shipped,
-        files=_list_files(folder),
+        files=files,
+        refused=refused,
     )
 
 
@@ -149,9 +154,15 @@ def _hidden(rel: str) -> bool:
     return any(part.startswith(".") for part in rel.split("/"))
 
 
-def _list_files(folder: Path) -> tuple[str, ...]:
-    """The files `read_file` would hand out, sorted, SKILL.md excluded."""
+_REPORTED_REFUSALS = frozenset({"secret", "symlink", "large", "binary"})
+MAX_REFUSED_LISTED = 20
+
+
+def _list_files(folder: Path) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """The files `read_file` would hand out, sorted, SKILL.md excluded; and the files refused
+    as unsafe or unreadable, with why (`Skill.refused`)."""
     found: list[str] = []
+    refused: list[tuple[str, str]] = []
     root = folder.resolve()
     selection = Selection(root)
     examined = 0
@@ -161,14 +172,19 @@ def _list_files(folder: Path) -> tuple[str, ...]:
         for name in sorted(filenames):
             examined += 1
             if examined > MAX_ENTRIES_EXAMINED:
-                return tuple(found)
+                return tuple(found), tuple(refused)
             rel = (Path(dirpath) / name).relative_to(root).as_posix()
-            if rel == SKILL_FILE or _hidden(rel) or selection.refusal(rel) is not None:
+            if rel == SKILL_FILE or _hidden(rel):
+                continue
+            why = selection.refusal(rel)
+            if why is not None:
+                if why in _REPORTED_REFUSALS and len(refused) < MAX_REFUSED_LISTED:
+                    refused.append((rel, _REFUSALS[why].format(rel=rel)))
                 continue
             found.append(rel)
             if len(found) >= MAX_FILES_LISTED:
-                return tuple(found)
-    return tuple(found)
+                return tuple(found), tuple(refused)
+    return tuple(found), tuple(refused)
 
 
 def _signature(folders: Iterable[Path]) -> tuple[tuple[str, int, int], ...]:

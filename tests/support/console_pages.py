@@ -65,14 +65,15 @@ SKILLS: dict[str, str] = {
 
 
 def write_skills(root: Path) -> Path:
-    """The skills folder: `deploy` (with a reference), `triage` (a warning: an unknown key),
-    `broken` (refused: no front matter)."""
+    """The skills folder: `deploy` (with a reference, and a key file it refuses to hand out),
+    `triage` (a warning: an unknown key), `broken` (not loaded: no front matter)."""
     for name, text in SKILLS.items():
         folder = root / name
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "SKILL.md").write_text(text)
     (root / "deploy" / "references").mkdir(exist_ok=True)
     (root / "deploy" / "references" / "rollback.md").write_text("Roll back with the pipeline.\n")
+    (root / "deploy" / "references" / "prod.pem").write_text("not a real key\n")  # refused
     return root
 
 

@@ -55,6 +55,8 @@ async def test_the_library_its_problems_and_where_each_skill_is_offered(
     deploy = _skill(page.text, "deploy")
     assert "How we deploy the API" in deploy and "references/rollback.md" in deploy
     assert "listed first in ops" in deploy  # the skill's own hint
+    assert "references/prod.pem looks like it holds secrets" in deploy  # refused, not listed
+    assert "<code>references/prod.pem</code>" not in deploy
     # Offered (and pinned) in ops, whose rule lists it; not in help (skills.use denied);
     # elsewhere the defaults offer every skill.
     assert re.search(r"channel ops: offered, pinned", deploy)
