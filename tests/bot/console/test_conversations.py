@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -173,6 +174,16 @@ async def test_ids_with_slashes_and_hostile_text_render_as_text(
     assert thread.status_code == 200
     assert "<script>" not in thread.text and "<img" not in thread.text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in thread.text
+
+    # A channel and a thread named with markup: in the filter's choices, the table, the page.
+    await ask(bot, fake_llm, clock, "q", "a", channel=HOSTILE, thread=HOSTILE)
+    listing = (await web.get("/console/conversations")).text
+    assert "<script>" not in listing and "<img" not in listing
+    assert listing.count("&lt;img src=x onerror=alert(2)&gt;") >= 3  # option, thread, channel
+    page = await web.get(
+        f"/console/conversations/{quote(HOSTILE, safe='')}/{quote(HOSTILE, safe='')}"
+    )
+    assert page.status_code == 200 and "<script>" not in page.text and "<img" not in page.text
 
 
 async def test_sign_in_and_admin_only(
