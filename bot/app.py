@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
+from bot.presence import Presence
 from config.settings import ResolvedProvider, Settings
 from core.code.collection import EDGE_DIR as EDGE_DIR  # under DATA_DIR: a shard per model
 from core.llm.client import ChatModel
@@ -63,6 +64,8 @@ class App:
     closing: AsyncExitStack
     # What the app's parts see as now (tests pin it); the operator console reads it too.
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    # The chat platforms this process has connected (adapters register; the heartbeat reads).
+    presence: Presence = field(default_factory=Presence)
 
     async def aclose(self) -> None:
         await self.closing.aclose()

@@ -69,7 +69,7 @@ async def _dispatch_app(app: App, args: argparse.Namespace, shutdown: Shutdown |
         if args.command in ("run", "serve", "worker"):
             from bot.upkeep import start_upkeep
 
-            upkeep = start_upkeep(app)
+            upkeep = start_upkeep(app, args.command)
         if args.command in ("run", "worker"):
             # Every worker runs the digest scheduler: claims in SQL make each period run once.
             from core.digest.scheduler import DigestScheduler

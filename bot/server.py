@@ -112,6 +112,7 @@ async def start_slack(app: App, mode: str) -> SlackAdapter | None:
     except ConfigError as exc:  # SlackConfigError, SlackStartupError
         print(f"Threadline cannot start: {exc}", file=sys.stderr)
         return None
+    app.presence.track("slack")  # auth.test passed: events reach this process from now on
     return slack
 
 
@@ -155,6 +156,7 @@ async def serve(app: App, host: str, port: int, shutdown: Shutdown) -> int:
         await asyncio.gather(stopper, return_exceptions=True)
         if slack is not None:
             # Answers still running now have used up the bound: they are cancelled.
+            app.presence.drop("slack")
             cut = await slack.aclose(grace=shutdown.remaining())
             if cut:
                 shutdown.cut(f"{cut} Slack answer(s)")
@@ -172,6 +174,7 @@ async def run_socket_mode(app: App, shutdown: Shutdown) -> int:
         async with _delivering_slack(app, slack, shutdown):
             await slack.run_socket_mode(shutdown.requested)
     finally:
+        app.presence.drop("slack")
         cut = await slack.aclose(grace=shutdown.remaining())
         if cut:
             shutdown.cut(f"{cut} Slack answer(s)")

@@ -11,15 +11,25 @@ and chunks indexed but vectors behind, and a new or rebuilt embedded shard start
 `VECTOR_CATCH_UP_EVERY` seconds this process syncs each repository whose vectors are not known
 to be in step; where nothing changed that costs one small query per repository. (A
 `threadline index` in a shell beside this process embeds through this process's store socket.)
+
+The process board: this process writes its heartbeat (command, host, pid and the chat
+platforms it has connected) every `BEAT_EVERY` and removes it when it stops; the console's
+overview lists the live processes and each platform's state from it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import socket
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from core.code.vectors import VectorStoreError
+from core.operator.processes import BEAT_EVERY, ProcessBoard, ProcessInfo
+from core.outbox.drain import owner_id
 
 if TYPE_CHECKING:
     from bot.app import App
@@ -99,13 +109,37 @@ async def keep_gauges_fresh(app: App, every: float = GAUGES_EVERY) -> None:
             log.warning("refreshing metrics failed", exc_info=True)
 
 
-async def upkeep(app: App) -> None:
+async def keep_beating(app: App, command: str) -> None:
+    """This process on the process board (`core.operator.processes`) from now until it stops:
+    a row every BEAT_EVERY with the platforms it has connected, deleted on the way out."""
+    board = ProcessBoard(app.db, app.clock)
+    me = ProcessInfo(
+        id=owner_id(),
+        command=command,
+        host=socket.gethostname(),
+        pid=os.getpid(),
+        started_at=app.clock(),
+    )
+    try:
+        while True:
+            try:
+                await board.beat(replace(me, platforms=app.presence.states()))
+            except Exception:
+                log.warning("writing this process's heartbeat failed", exc_info=True)
+            await app.presence.changed(within=BEAT_EVERY.total_seconds())
+    finally:
+        with contextlib.suppress(Exception):
+            await asyncio.shield(asyncio.wait_for(board.gone(me.id), 5))
+
+
+async def upkeep(app: App, command: str = "serve") -> None:
     async with asyncio.TaskGroup() as tasks:
+        tasks.create_task(keep_beating(app, command))
         tasks.create_task(keep_vectors_in_step(app))
         tasks.create_task(keep_skills_fresh(app))
         if app.metrics is not None:
             tasks.create_task(keep_gauges_fresh(app))
 
 
-def start_upkeep(app: App) -> asyncio.Task[None]:
-    return asyncio.get_running_loop().create_task(upkeep(app), name="upkeep")
+def start_upkeep(app: App, command: str = "serve") -> asyncio.Task[None]:
+    return asyncio.get_running_loop().create_task(upkeep(app, command), name="upkeep")

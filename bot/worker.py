@@ -7,10 +7,12 @@ the log says why."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from adapters.discord.client import DiscordAdapter
     from bot.app import App
     from bot.shutdown import Shutdown
 
@@ -41,11 +43,15 @@ async def run_background(app: App, shutdown: Shutdown, **discord_tuning: Any) ->
     from adapters.discord.client import DiscordAdapter, DiscordConfig, DiscordStartupError
     from bot.delivery import delivering
 
+    ready: asyncio.Task[None] | None = None
     try:
         # Answers in flight get the shutdown bound (the drain starts with the signal).
         tuning = {"shutdown_grace": shutdown.grace, **discord_tuning}
         config = DiscordConfig.from_settings(app.settings, **tuning)
         adapter = DiscordAdapter(app.core, config, app.confirmations)
+        app.presence.track("discord", lambda: _gateway_state(adapter))
+        ready = asyncio.create_task(adapter.wait_ready(), name="discord-presence")
+        ready.add_done_callback(lambda _: app.presence.poke())  # on the board at once
         # Discord's outbox messages (digests, late replies) go out once the gateway is ready.
         async with delivering(
             app.outbox,
@@ -62,5 +68,16 @@ async def run_background(app: App, shutdown: Shutdown, **discord_tuning: Any) ->
                     shutdown.cut(f"{adapter.cut} Discord answer(s)")
     except DiscordStartupError:
         return EXIT_FAILED  # logged with the reason by the adapter
+    finally:
+        if ready is not None:
+            ready.cancel()
+        app.presence.drop("discord")
     log.info("worker stopping")
     return EXIT_OK
+
+
+def _gateway_state(adapter: DiscordAdapter) -> str:
+    client = adapter.client
+    if client.is_closed():
+        return "gateway closed"
+    return "ok" if client.is_ready() else "connecting to the gateway"

@@ -610,3 +610,22 @@ class ConsoleLink(SQLModel, table=True):
     signed_out_at: datetime | None = Field(
         default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
     )
+
+
+class ProcessBeat(SQLModel, table=True):
+    """A long-running process (`serve`, `worker`, `run`) as it last reported itself: written by
+    the process every few seconds (`core.operator.processes`), removed when it stops. The
+    console's overview lists the live ones and which chat platforms each has connected."""
+
+    __tablename__ = "process_beats"
+
+    id: str = Field(primary_key=True, max_length=128)  # the outbox owner id: host, pid, random
+    command: str = Field(max_length=16)
+    host: str = Field(max_length=255)
+    pid: int
+    started_at: datetime = Field(sa_column=_ts())
+    seen_at: datetime = Field(sa_column=_ts())
+    # JSON object: platform -> its state in this process ("ok" or why not)
+    platforms: str = Field(
+        default="{}", sa_column=Column(Text, nullable=False, default="{}", server_default="{}")
+    )

@@ -24,6 +24,7 @@ from bot.app import App, build_app
 from core import messages
 from core.commands import Command, CommandContext
 from core.request import Attachment, Reply
+from core.store.engine import Database
 from tests.bot.test_cli import cli_env, threadline_command
 from tests.conftest import POLICY_ALL
 from tests.support.fakes.discord_server import FakeDiscord, Posted
@@ -563,6 +564,16 @@ async def _spawn_worker(env: dict[str, str], cwd: Path) -> asyncio.subprocess.Pr
     )
 
 
+async def process_beats(db: Database) -> list[tuple[str, str]]:
+    from sqlalchemy import text
+
+    async with db.session() as s:
+        rows = await (await s.connection()).execute(
+            text("SELECT command, platforms FROM process_beats")
+        )
+        return [(str(r[0]), str(r[1])) for r in rows]
+
+
 async def test_threadline_worker_serves_discord_and_stops_cleanly(
     cli_env: dict[str, str], tmp_path: Path, fake_discord: FakeDiscord, fake_llm: FakeOpenAI
 ) -> None:
@@ -580,8 +591,20 @@ async def test_threadline_worker_serves_discord_and_stops_cleanly(
         await fake.wait_for(lambda: fake.identifies and fake.syncs, within=30)
         thread = await ask_in_channel(fake, "are you there?")
         assert texts(fake.messages_in(thread)) == ["served by the worker"]
-        proc.send_signal(signal.SIGTERM)
-        _, stderr = await asyncio.wait_for(proc.communicate(), 20)
+        # The worker is on the process board with Discord connected (the console's overview).
+        db = Database(f"sqlite:///{tmp_path / 'data' / 'threadline.db'}")
+        try:
+            for _ in range(100):  # the worker writes its row once the gateway is ready
+                beats = await process_beats(db)
+                if beats == [("worker", '{"discord": "ok"}')]:
+                    break
+                await asyncio.sleep(0.1)
+            assert beats == [("worker", '{"discord": "ok"}')]
+            proc.send_signal(signal.SIGTERM)
+            _, stderr = await asyncio.wait_for(proc.communicate(), 20)
+            assert await process_beats(db) == []  # a clean stop takes it off the board
+        finally:
+            await db.dispose()
     finally:
         if proc.returncode is None:
             proc.kill()

@@ -254,3 +254,30 @@ async def test_the_overview_shows_each_mcp_servers_state(
         await sign_in(client, bot)
         page = (await client.get("/console/")).text
     assert "MCP server tickets" in page and "failed: connection refused" in page
+
+
+async def test_the_overview_lists_live_processes_and_each_chat_platforms_state(
+    make_bot: Callable[..., BotHarness], clock: Clock
+) -> None:
+    from bot.server import create_http_app
+    from core.operator.processes import ProcessBoard, ProcessInfo
+
+    bot = make_bot(clock=clock, console=True, console_secret=WEB_SECRET, discord_token="x.y.z")
+    board = ProcessBoard(bot.app.db, clock)
+    web = ProcessInfo("a", "serve", '"><img src=x onerror=alert(1)>', 11, clock.now)
+    await board.beat(web)
+    transport = httpx.ASGITransport(app=create_http_app(bot.app))
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        await sign_in(client, bot)
+        page = (await client.get("/console/")).text
+        # Discord is configured but no process has it connected; Slack is not configured.
+        assert 'Discord</td><td class="bad">not connected by any running process' in page
+        assert "Slack" not in page
+        assert "&#34;&gt;&lt;img src=x onerror=alert(1)&gt;" in page and "<img src" not in page
+        await board.beat(
+            ProcessInfo("b", "worker", "w1", 12, clock.now, platforms={"discord": "ok"})
+        )
+        clock.now += timedelta(seconds=6)  # past the readiness cache
+        page = (await client.get("/console/")).text
+    assert 'Discord</td><td class="ok">ok' in page
+    assert page.count("<td>serve</td>") == 1 and page.count("<td>worker</td>") == 1
