@@ -230,7 +230,7 @@ class Conversations:
         # the range through the (platform, tenant, at) index.
         last = func.max(col(m.id))
         stmt = (
-            select(col(m.channel), col(m.thread), last)
+            select(col(m.channel), col(m.thread), last, func.min(col(m.id)))
             .where(col(m.platform) == platform, col(m.tenant) == tenant)
             .group_by(col(m.channel), col(m.thread))
         )
@@ -252,12 +252,18 @@ class Conversations:
         stmt = stmt.order_by(last.desc()).limit(THREADS_PER_PAGE + 1)
         async with self._db.session() as s:
             connection = await s.connection()
-            found = [(r[0], r[1], int(r[2] or 0)) for r in (await connection.execute(stmt)).all()]
+            found = [
+                (r[0], r[1], int(r[2] or 0), int(r[3] or 0))
+                for r in (await connection.execute(stmt)).all()
+            ]
             page = found[:THREADS_PER_PAGE]
-            keys = [(channel, thread) for channel, thread, _ in page]
-            times = await _times(connection, [last_id for _, _, last_id in page])
+            keys = [(channel, thread) for channel, thread, _, _ in page]
+            times = await _times(connection, [i for row in page for i in row[2:]])
             turns = await _turn_counts(connection, platform, tenant, keys)
-            people, votes = await _answer_figures(connection, platform, tenant, keys)
+            # A thread's answers come after its first message: the page's earliest first
+            # message bounds the scan of the tenant's answers by their time index.
+            since = min((times[first] for _, _, _, first in page), default=None)
+            people, votes = await _answer_figures(connection, platform, tenant, keys, since)
         rows = tuple(
             ThreadRow(
                 channel=channel,
@@ -268,7 +274,7 @@ class Conversations:
                 up=votes.get((channel, thread), (0, 0))[0],
                 down=votes.get((channel, thread), (0, 0))[1],
             )
-            for channel, thread, last_id in page
+            for channel, thread, last_id, _ in page
         )
         more = len(found) > THREADS_PER_PAGE
         return ThreadPage(rows, Cursor(page[-1][2]) if more else None)
@@ -414,13 +420,22 @@ async def _turn_counts(
 
 
 async def _answer_figures(
-    connection: Any, platform: str, tenant: str, keys: Sequence[tuple[str, str]]
+    connection: Any,
+    platform: str,
+    tenant: str,
+    keys: Sequence[tuple[str, str]],
+    since: datetime | None,
 ) -> tuple[dict[tuple[str, str], set[str]], dict[tuple[str, str], tuple[int, int]]]:
     """Who asked in each thread, and its answers' 👍 and 👎."""
-    if not keys:
+    if not keys or since is None:
         return {}, {}
     a, r = Answer, AnswerRating
-    scope = (col(a.platform) == platform, col(a.tenant) == tenant, _keyed(a, keys))
+    scope = (
+        col(a.platform) == platform,
+        col(a.tenant) == tenant,
+        col(a.created_at) >= since,
+        _keyed(a, keys),
+    )
     asked = select(col(a.channel), col(a.thread), col(a.user)).where(*scope).distinct()
     rated = (
         select(
