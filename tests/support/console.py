@@ -6,10 +6,12 @@ dependency; nothing is fetched)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import socket
 import threading
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
@@ -38,6 +40,12 @@ grant = ["admin", "digest.manage"]
 """
 LINK = re.compile(r"https?://[^/]+(/console/signin/[A-Za-z0-9_-]+)")
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+# Read at import, before the autouse fixtures clear THREADLINE_* and change directory.
+SCREENSHOTS = (
+    Path(os.environ["THREADLINE_SCREENSHOTS"]).resolve()
+    if os.environ.get("THREADLINE_SCREENSHOTS")
+    else None
+)
 
 
 class Served:
@@ -172,12 +180,8 @@ async def sign_in(web: httpx.AsyncClient, bot: BotHarness, **who: Any) -> str:
 
 
 def screenshot(page: Page, name: str) -> None:
-    """Saves the page for the docs when THREADLINE_SCREENSHOTS names a directory
-    (`THREADLINE_SCREENSHOTS=docs/img/console make test`); otherwise does nothing."""
-    import os
-    from pathlib import Path
-
-    target = os.environ.get("THREADLINE_SCREENSHOTS")
-    if target:
-        Path(target).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(target) / f"{name}.png"), full_page=True)
+    """Saves the page for the docs when THREADLINE_SCREENSHOTS named a directory as the tests
+    started (`THREADLINE_SCREENSHOTS=docs/img/console make test`); otherwise does nothing."""
+    if SCREENSHOTS is not None:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
