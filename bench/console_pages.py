@@ -196,6 +196,21 @@ async def counts(app: Any) -> dict[str, int]:
         }
 
 
+def memory_gib() -> str:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return f"{int(line.split()[1]) / 2**20:.0f} GiB"
+    return "unknown"
+
+
+def postgres_version(url: str) -> str:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SHOW server_version").fetchone()
+    return str(row[0]) if row else "unknown"
+
+
 async def timed_get(client: Any, path: str) -> tuple[float, Any]:
     t = time.perf_counter()
     resp = await client.get(path)
@@ -380,7 +395,8 @@ def report(results: dict[str, Any], took: dict[str, float], requests: int) -> st
     lines = [
         "Server time of each console page, in-process (httpx.ASGITransport against the real "
         f"console app, signed in as an admin of the measured tenant), {requests} requests each "
-        f"after one warm-up. PostgreSQL 15 on this machine; the audit log holds "
+        f"after one warm-up. PostgreSQL {results['postgres']} on this machine "
+        f"({memory_gib()} of memory); the audit log holds "
         f"{results['audit_total']:,} rows ({results['audit_tenant']:,} of the measured tenant) "
         f"over 90 days, usage {results['usage_total']:,} rows.",
         "",
@@ -430,9 +446,11 @@ def main() -> None:
     try:
         asyncio.run(create_tables(url))
         took = load(url, args.audit_rows, args.other_rows, args.usage_rows)
+        version = postgres_version(PG_URL)
         print("loaded: " + ", ".join(f"{k} {v:.1f} s" for k, v in took.items()), flush=True)
         with tempfile.TemporaryDirectory() as tmp:
             results = asyncio.run(measure(url, Path(tmp), args.requests))
+        results["postgres"] = version
     finally:
         if not args.keep:
             drop_schema(schema)
