@@ -338,6 +338,7 @@ class Core:
                 model=agent.model.spec.model,
                 skills=skills,
                 tools=[c.name for c in reply.tool_calls],
+                sources=reply.sources,
             )
         except Exception:
             log.exception("request %s: the answer was not recorded for ratings", session.request_id)

@@ -5,21 +5,28 @@ which puts it into the 👍/👎 buttons under the answer. A click comes back, f
 as `rate(rater, answer_id, value)`: the rater's identity is the one the platform verified for
 the click, and the answer must be in the rater's own platform, tenant and channel, so a forged
 id from another channel or tenant rates nothing.
+
+An answer's sources (`core.request.Source`: file lines and their forge links, memory scopes,
+skills) are stored with it as a short JSON list, for the console's thread page. They are what
+the people who asked were shown already; a link holding credentials is stored without it.
 """
 
 from __future__ import annotations
 
+import json
 import secrets
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from sqlmodel import col, func, select
 
 from core.errors import Refusal
 from core.policy import Identity
+from core.request import Source
 from core.session import ToolSession
 from core.store.engine import Database
 from core.store.models import Answer, AnswerRating
@@ -31,6 +38,12 @@ REASON_CHARS = 300
 LINK_CHARS = 500
 # An answer id: 32 hex characters from `secrets`, so nobody can guess another answer's id.
 ID_CHARS = 32
+# What is kept of an answer's sources: the first MAX_SOURCES, labels cut at SOURCE_LABEL_CHARS;
+# a link longer than SOURCE_URL_CHARS is dropped (a cut link leads nowhere), its label kept.
+MAX_SOURCES = 20
+SOURCE_LABEL_CHARS = 300
+SOURCE_URL_CHARS = 2000
+SOURCE_KINDS = frozenset({"code", "memory", "skill"})
 
 
 def _clean_reason(text: str | None) -> str | None:
@@ -52,6 +65,50 @@ def _names(items: Sequence[str], limit: int = 500) -> str:
             break
         out.append(name)
     return ",".join(out)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _safe_url(url: str | None) -> str | None:
+    """`url` when it is short enough and carries no user name or password, else None."""
+    if not url or len(url) > SOURCE_URL_CHARS:
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    return None if parts.username or parts.password else url
+
+
+def encode_sources(sources: Sequence[Source]) -> str:
+    """The sources as stored in `answers.sources`: a compact JSON list, capped."""
+    kept: list[dict[str, str]] = []
+    for source in sources[:MAX_SOURCES]:
+        item = {"kind": source.kind, "label": _cut(source.label, SOURCE_LABEL_CHARS)}
+        url = _safe_url(source.url)
+        if url is not None:
+            item["url"] = url
+        kept.append(item)
+    return json.dumps(kept, ensure_ascii=False, separators=(",", ":"))
+
+
+def decode_sources(stored: str) -> tuple[Source, ...]:
+    """`answers.sources` read back; what is not a source this code knows is left out."""
+    try:
+        items: Any = json.loads(stored or "[]")
+    except ValueError:
+        return ()
+    found: list[Source] = []
+    for item in items[:MAX_SOURCES] if isinstance(items, list) else ():
+        if not isinstance(item, dict):
+            continue
+        kind, label, url = item.get("kind"), item.get("label"), item.get("url")
+        if kind not in SOURCE_KINDS or not isinstance(label, str) or not label:
+            continue
+        found.append(Source(kind, label, url if isinstance(url, str) and url else None))
+    return tuple(found)
 
 
 def valid_answer_id(value: str) -> bool:
@@ -106,8 +163,10 @@ class FeedbackStore:
         model: str | None,
         skills: Sequence[str] = (),
         tools: Sequence[str] = (),
+        sources: Sequence[Source] = (),
     ) -> str:
-        """Store an answer given in `session`'s thread; returns its id for the buttons."""
+        """Store an answer given in `session`'s thread, with where it came from; returns its id
+        for the buttons."""
         who, conv = session.identity, session.conversation
         answer = Answer(
             id=secrets.token_hex(ID_CHARS // 2),
@@ -120,6 +179,7 @@ class FeedbackStore:
             model=(model or "")[:128],
             skills=_names(skills),
             tools=_names(tools),
+            sources=encode_sources(sources),
         )
         async with self._db.session() as s:
             s.add(answer)

@@ -545,10 +545,16 @@ class McpConfirmation(SQLModel, table=True):
 class Answer(SQLModel, table=True):
     """An answer Threadline gave, as feedback needs it: where it was given and what made it
     (model, skills, tools), never its text (that stays in the thread's own history). `id` is
-    unguessable and goes into the rating buttons under the answer."""
+    unguessable and goes into the rating buttons under the answer. `sources` is where the answer
+    came from, as shown to the people who asked (`core.feedback.store.encode_sources`)."""
 
     __tablename__ = "answers"
-    __table_args__ = (Index("ix_answers_tenant", "platform", "tenant", "created_at"),)
+    __table_args__ = (
+        Index("ix_answers_tenant", "platform", "tenant", "created_at"),
+        # The console's conversations: a thread's answers, and the threads someone asked in.
+        Index("ix_answers_thread", "platform", "tenant", "channel", "thread"),
+        Index("ix_answers_user", "platform", "tenant", "user"),
+    )
 
     id: str = Field(primary_key=True, max_length=64)
     created_at: datetime = Field(default_factory=utcnow, sa_column=_ts())
@@ -560,6 +566,9 @@ class Answer(SQLModel, table=True):
     model: str = Field(default="", max_length=128)
     skills: str = Field(default="", max_length=500)  # comma-separated names
     tools: str = Field(default="", max_length=500)  # comma-separated names, in order of use
+    # A JSON list of {"kind", "label", "url"?}, capped; "[]" for none (and for answers stored
+    # before sources were).
+    sources: str = Field(default="[]", sa_column=Column(Text, nullable=False, server_default="[]"))
 
 
 class AnswerRating(SQLModel, table=True):

@@ -11,9 +11,15 @@ from typing import Any
 import pytest
 
 from core.errors import Refusal
-from core.feedback.store import REASON_CHARS, FeedbackStore
+from core.feedback.store import (
+    MAX_SOURCES,
+    REASON_CHARS,
+    SOURCE_LABEL_CHARS,
+    FeedbackStore,
+    decode_sources,
+)
 from core.policy import Identity, Policy
-from core.request import Rating, Request
+from core.request import Rating, Request, Source
 from core.session import ToolSession, open_session
 from core.store.engine import Database
 from tests.conftest import POLICY_ALL, BotHarness
@@ -50,6 +56,38 @@ async def test_the_last_click_wins_and_one_row_per_person(store: FeedbackStore) 
     assert (channel.key, channel.up, channel.down) == ("C1", 1, 1)
     [skill] = await store.tallies("slack", "T1", store_epoch(), "skill")
     assert skill.key == "triage"
+
+
+async def test_an_answers_sources_are_stored_capped_and_without_credentials(
+    store: FeedbackStore, open_db: Callable[[], Database]
+) -> None:
+    from core.store.models import Answer
+
+    link = "https://github.com/team/api/blob/abc/src/app.py#L1-L5"
+    sources = [
+        Source("code", "src/app.py:1-5", link),
+        Source("memory", "channel memory"),
+        Source("code", "x" * 1000, "https://token:x@git.example/a"),  # credentials: no link
+        Source("code", "long.py:1", "https://git.example/" + "a" * 3000),  # too long: no link
+        *(Source("skill", f"s{i} skill") for i in range(30)),
+    ]
+    answer_id = await store.record(asker(), model="m1", sources=sources)
+    async with open_db().session() as s:
+        answer = await s.get(Answer, answer_id)
+    assert answer is not None
+    kept = decode_sources(answer.sources)
+    assert len(kept) == MAX_SOURCES
+    assert kept[:2] == (Source("code", "src/app.py:1-5", link), Source("memory", "channel memory"))
+    assert len(kept[2].label) == SOURCE_LABEL_CHARS and kept[2].url is None
+    assert kept[3] == Source("code", "long.py:1")
+    assert "token" not in answer.sources
+
+    # No sources, and what an older or damaged row holds, read as none.
+    bare = await store.record(asker(), model="m1")
+    async with open_db().session() as s:
+        assert (await s.get(Answer, bare)).sources == "[]"  # type: ignore[union-attr]
+    for stored in ("", "not json", "{}", '[1, {"kind": "web", "label": "x"}, {"kind": "code"}]'):
+        assert decode_sources(stored) == ()
 
 
 def store_epoch() -> Any:
