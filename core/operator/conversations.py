@@ -4,7 +4,8 @@ thread's turns with what made each answer, read from what core already stores.
 - `thread_messages`: the turns (a turn starts at a user message and holds what the model did
   after it); messages are kept after compaction, `thread_summaries` says which ones the model
   now sees only as a summary.
-- `answers` and `answer_ratings`: who asked, the model and skills of each answer, its 👍/👎.
+- `answers` and `answer_ratings`: who asked, the model, skills and sources of each answer, its
+  👍/👎.
   An answer stores no text and no message id: it is matched to its turn by time (it is recorded
   right after the turn's messages are stored, and a thread's requests run one at a time).
 - `audit_log`: each tool call's outcome and duration, by thread and request id; a request's
@@ -12,8 +13,8 @@ thread's turns with what made each answer, read from what core already stores.
 - `usage_records`: tokens by request id. They name no thread, so a turn's tokens are known only
   when its request id is (a turn that called tools); the list shows no tokens.
 
-Sources of an answer (code lines, memory) are not stored anywhere: they go to the platform with
-the reply and are gone.
+Sources (code lines and their links, memory scopes, skills) are known for answers stored since
+migration 0010; older answers show none.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from sqlmodel import col
 from sqlmodel import select as select_rows
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from core.feedback.store import decode_sources
+from core.request import Source
 from core.store.engine import Database
 from core.store.models import (
     MAX_ROW_ID,
@@ -142,6 +145,7 @@ class AnswerInfo:
     model: str
     skills: tuple[str, ...]
     ratings: tuple[RatingRow, ...]
+    sources: tuple[Source, ...] = ()  # as stored: a link may be any string, check it to show it
 
 
 @dataclass(frozen=True, slots=True)
@@ -579,6 +583,7 @@ async def _answers(
             model=records[i].model,
             skills=tuple(k for k in records[i].skills.split(",") if k),
             ratings=tuple(ratings.get(records[i].id, ())),
+            sources=decode_sources(records[i].sources),
         )
         for i, turn in taken.items()
     }

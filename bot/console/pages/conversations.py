@@ -1,12 +1,12 @@
 """Conversations: the tenant's threads (newest activity first, by channel, asker and dates) and
-one thread's turns with their tool calls, model, skills and ratings. Opening a thread is
+one thread's turns with their tool calls, model, skills, sources and ratings. Opening a thread is
 audited (`console.view_thread`): it shows what people wrote."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from urllib.parse import quote, unquote, urlencode
+from urllib.parse import quote, unquote, urlencode, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -80,6 +80,16 @@ def _message_id(request: Request, name: str) -> int | None:
     if not text.isdigit() or not 0 < int(text) <= MAX_ROW_ID + 1:
         raise BadInput("That page link is not valid; start again from the first turns.")
     return int(text)
+
+
+def web_link(url: str | None) -> str | None:
+    """`url` when it may be a link on the page: an http(s) URL with a host and no spaces or
+    control characters (which browsers drop, so `java\tscript:` would still run). A source's
+    link comes from a repository's remote; anything else shows as text."""
+    if not url or any(c <= " " or c == "\x7f" for c in url):
+        return None
+    parts = urlsplit(url)
+    return url if parts.scheme.lower() in ("http", "https") and parts.netloc else None
 
 
 def thread_href(base: str, channel: str, thread: str) -> str | None:
@@ -193,6 +203,7 @@ def routes(console: Console) -> list[BaseRoute]:
             signed=signed,
             view=view,
             base=base,
+            web_link=web_link,
             first_href=here if view.earlier is not None else None,
             earlier_href=f"{here}?before={view.earlier}" if view.earlier is not None else None,
             later_href=f"{here}?after={view.later}" if view.later is not None else None,

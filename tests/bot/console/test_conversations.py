@@ -1,11 +1,13 @@
 """The console's Conversations page over HTTP (in-process), with conversations made through the
-bot and the fake model: the list and its filters, a thread's turns, tool calls and ratings, the
-audited view, tenant scoping, bad input, and hostile text rendered as text."""
+bot and the fake model: the list and its filters, a thread's turns, tool calls, sources and
+ratings, the audited view, tenant scoping, bad input, and hostile text rendered as text."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -15,6 +17,7 @@ import pytest
 from core.request import Rating
 from tests.conftest import BotHarness
 from tests.support.clocks import Clock
+from tests.support.code_repo import make_repo
 from tests.support.console import WEB_SECRET, sign_in
 from tests.support.fakes.openai_server import FakeOpenAI
 
@@ -128,6 +131,82 @@ async def test_the_list_the_filters_and_a_thread_with_its_tool_calls_and_ratings
             await s.exec(select(AuditEntry).where(col(AuditEntry.tool) == "console.view_thread"))
         ).all()
     assert [(v.user, v.detail) for v in views] == [("root", "channel=ops thread=d1")] * 2
+
+
+def pushed_repo(base: Path) -> tuple[Path, str]:
+    """The sample repository committed, its HEAD on a GitHub remote's branch: code sources
+    link to the forge at that commit."""
+    root = make_repo(base, "api")
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+            cwd=root,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        return done.stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    git("add", "-A")
+    git("commit", "-q", "-m", "sample")
+    git("remote", "add", "origin", "https://github.com/team/api.git")
+    git("update-ref", "refs/remotes/origin/main", "HEAD")
+    return root, git("rev-parse", "HEAD")
+
+
+async def test_a_thread_shows_each_answers_sources_and_links_only_to_web_pages(
+    web: httpx.AsyncClient, bot: BotHarness, fake_llm: FakeOpenAI, clock: Clock, tmp_path: Path
+) -> None:
+    from core.code.walk import index_repo
+
+    root, commit = pushed_repo(tmp_path / "src")
+    await index_repo(bot.app.db, await bot.app.repos.register(str(root)))
+    fake_llm.tool_calls(
+        ("read_file", {"repo": "api", "path": "src/app.py", "start_line": 1, "end_line": 5})
+    )
+    reply = await ask(
+        bot, fake_llm, clock, "where do we retry?", "In src/app.py.", channel="ops", thread="s1"
+    )
+    link = f"https://github.com/team/api/blob/{commit}/src/app.py#L1-L5"
+    assert [(s.label, s.url) for s in reply.sources] == [("src/app.py:1-5", link)]
+    assert (await bot.send("/save We deploy with Helm charts", channel="ops", thread="s1")).ok
+    await ask(
+        bot, fake_llm, clock, "how do we deploy?", "With Helm charts.", channel="ops", thread="s1"
+    )
+
+    await sign_in(web, bot)
+    page = await web.get("/console/conversations/ops/s1")
+    assert page.status_code == 200
+    text = page.text
+    assert f'<a class="cv-id" href="{link}" rel="noopener noreferrer">src/app.py:1-5</a>' in text
+    assert "channel memory" in text
+    # Under their own answers: the code before the second question, the memory after it.
+    assert text.index("src/app.py:1-5") < text.index("how do we deploy?")
+    assert text.index("how do we deploy?") < text.index("channel memory")
+
+    # A stored link that is not a web page's, and markup in a label, show as text.
+    import json
+
+    from sqlmodel import col, select
+
+    from core.store.models import Answer
+
+    hostile = [
+        {"kind": "code", "label": "evil.py:1", "url": "javascript:alert(1)"},
+        {"kind": "code", "label": "tab.py:1", "url": "java\tscript:alert(2)"},
+        {"kind": "code", "label": HOSTILE, "url": "data:text/html,<script>alert(3)</script>"},
+    ]
+    async with bot.app.db.session() as s:
+        answer = (await s.exec(select(Answer).where(col(Answer.thread) == "s1"))).first()
+        assert answer is not None
+        answer.sources = json.dumps(hostile)
+        s.add(answer)
+    text = (await web.get("/console/conversations/ops/s1")).text
+    assert "evil.py:1" in text and "tab.py:1" in text
+    assert "javascript:" not in text and "data:text" not in text
+    assert "<script>" not in text and "<img" not in text
 
 
 async def test_unknown_and_other_tenants_threads_read_the_same(
