@@ -13,7 +13,9 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from bot.console.kit import Console, NavItem, Signed
-from core.operator.conversations import Conversations, Cursor, ThreadFilter, valid_key
+from core.operator.conversations import Conversations
+from core.operator.conversations.listing import Cursor, ThreadFilter
+from core.operator.conversations.rows import valid_key
 from core.store.models import MAX_ROW_ID
 
 NAV = NavItem("Conversations", "console:conversations")

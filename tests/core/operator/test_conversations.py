@@ -9,14 +9,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from core.operator.conversations import (
-    THREADS_PER_PAGE,
-    TURNS_PER_PAGE,
-    Conversations,
-    Cursor,
-    ThreadFilter,
-    _match_answers,
-)
+from core.operator.conversations import Conversations
+from core.operator.conversations.listing import THREADS_PER_PAGE, Cursor, ThreadFilter
+from core.operator.conversations.matching import match_answers
+from core.operator.conversations.turns import TURNS_PER_PAGE
 from core.store.engine import Database
 from core.store.models import (
     Answer,
@@ -277,6 +273,6 @@ def test_answers_match_the_latest_turn_answered_before_them() -> None:
     at = [T0, None, T0 + timedelta(minutes=1), T0 + timedelta(minutes=2)]
     # A turn with no record (feedback off then) takes none; equal times go in order.
     made = [T0 + timedelta(seconds=1), T0 + timedelta(minutes=2, seconds=1)]
-    assert _match_answers(at, made) == {0: 0, 1: 3}
+    assert match_answers(at, made) == {0: 0, 1: 3}
     same = [T0, T0, T0]
-    assert _match_answers(same, [T0, T0, T0]) == {0: 0, 1: 1, 2: 2}
+    assert match_answers(same, [T0, T0, T0]) == {0: 0, 1: 1, 2: 2}
