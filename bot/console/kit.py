@@ -59,7 +59,7 @@ class Signed:
 @dataclass(frozen=True, slots=True)
 class NavItem:
     title: str
-    route: str  # the route's name, e.g. "console:usage"
+    route: str  # the route's name, e.g. "console:usage"; current on its path and below it
 
 
 PageHandler = Callable[[Request, Signed], Awaitable[Response]]
@@ -96,12 +96,9 @@ class Console:
         signed: Signed | None = None,
         **context: Any,
     ) -> HTMLResponse:
-        current = request.scope.get("route")
-        current_name = getattr(current, "name", None)
-        nav = [
-            (item.title, str(request.url_for(item.route).path), item.route == current_name)
-            for item in self.nav
-        ]
+        here = request.url.path
+        paths = [(item.title, str(request.url_for(item.route).path)) for item in self.nav]
+        nav = [(title, path, _current(here, path)) for title, path in paths]
         body = self.env.get_template(name).render(
             static=str(request.url_for("console:static", path="console.css").path),
             signout_path=str(request.url_for("console:signout").path),
@@ -212,6 +209,15 @@ class Console:
             media_type="text/csv; charset=utf-8",
             headers={"content-disposition": f'attachment; filename="{filename}"'},
         )
+
+
+def _current(here: str, path: str) -> bool:
+    """Whether the nav item at `path` is the page at `here`: its own path or one below it (a
+    thread is under Conversations). A path ending in "/" (the overview, `/console/`) is the
+    parent of every page, so it is current only when exact."""
+    if here == path:
+        return True
+    return not path.endswith("/") and here.startswith(path + "/")
 
 
 def _cell(value: Any) -> Any:

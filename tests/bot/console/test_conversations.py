@@ -103,6 +103,9 @@ async def test_the_list_the_filters_and_a_thread_with_its_tool_calls_and_ratings
     thread = await web.get("/console/conversations/ops/d1")
     assert thread.status_code == 200
     text = thread.text
+    # The nav marks Conversations as the current page, on a thread's page too, and only it.
+    current = '<a href="/console/conversations" aria-current="page">Conversations</a>'
+    assert current in text and current in body and text.count('aria-current="page"') == 1
     assert "how do deploys work?" in text and "It is 09:31.\nSecond line." in text
     assert "current_time" in text and "fake-model" in text and "wrong zone" in text
     assert text.index("how do deploys work?") < text.index("what time is it?")
