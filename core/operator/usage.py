@@ -85,7 +85,7 @@ class Share:
 
     key: str
     totals: Totals
-    per_day: tuple[Totals, ...]  # aligned with UsageReport.days
+    per_day: tuple[Totals, ...]  # aligned with UsageReport.days; empty past `daily_for`
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +196,11 @@ class UsageReader:
             UsageRow(r[0], r[1], Totals(int(r[2]), int(r[3]), int(r[4]), int(r[5]))) for r in found
         ]
 
-    async def report(self, platform: str, tenant: str, query: UsageQuery) -> UsageReport:
+    async def report(
+        self, platform: str, tenant: str, query: UsageQuery, *, daily_for: int = 5
+    ) -> UsageReport:
+        """The days' totals, every key's total, and the daily series of the `daily_for` keys
+        with the most tokens (a chart's; the others' `per_day` is left empty)."""
         days = _day_range(self.today(), query.days)
         async with self._db.session() as s:
             connection = await s.connection()
@@ -208,24 +212,35 @@ class UsageReader:
                 if query.by == "user"
                 else (await connection.execute(self._spenders(platform, tenant, days))).all()
             )
-        # Plain lists of four counts while adding up: 90 days by 60 users is 5,400 rows, and
-        # a Totals object per addition cost more than the query.
+        # Plain lists of four counts while adding up, and a key's days only where it has any:
+        # 90 days by 60 users is 5,400 rows, and objects per row cost more than the query.
         index = {d: i for i, d in enumerate(days)}
         per_day = [[0, 0, 0, 0] for _ in days]
-        by_key: dict[str, list[list[int]]] = {}
+        totals: dict[str, list[int]] = {}
+        daily: dict[str, dict[int, tuple[int, int, int, int]]] = {}
         for day, key, prompt, completion, cached, requests in found:
             counts = (int(prompt), int(completion), int(cached), int(requests))
             i = index[day]
-            series = by_key.get(key)
-            if series is None:
-                series = by_key[key] = [[0, 0, 0, 0] for _ in days]
-            for target in (per_day[i], series[i]):
-                for j in range(4):
-                    target[j] += counts[j]
-        shares = sorted(
-            (Share(k, _total(v), tuple(Totals(*c) for c in v)) for k, v in by_key.items()),
-            key=lambda s: (-s.totals.tokens, s.key),
-        )
+            on_day, of_key = per_day[i], totals.get(key)
+            if of_key is None:
+                of_key = totals[key] = [0, 0, 0, 0]
+                daily[key] = {}
+            for j in range(4):
+                on_day[j] += counts[j]
+                of_key[j] += counts[j]
+            daily[key][i] = counts  # one row per day and key: nothing to add up
+        ranked = sorted(totals, key=lambda k: (-(totals[k][0] + totals[k][1]), k))
+        none = (0, 0, 0, 0)
+        shares = [
+            Share(
+                key,
+                Totals(*totals[key]),
+                tuple(Totals(*daily[key].get(i, none)) for i in range(len(days)))
+                if rank < daily_for
+                else (),
+            )
+            for rank, key in enumerate(ranked)
+        ]
         if top is None:
             spenders = [Share(s.key, s.totals, ()) for s in shares[:TOP_SPENDERS]]
         else:

@@ -99,7 +99,7 @@ def routes(console: Console) -> list[BaseRoute]:
             return console.render(
                 request, "usage.html", 400, signed=signed, problem=str(exc), **context
             )
-        report = await reader.report(who.platform, who.tenant, query)
+        report = await reader.report(who.platform, who.tenant, query, daily_for=CHARTED)
         budgets = await reader.budgets(who.platform, who.tenant)
         context.update(by=query.by, days=str(query.days))
         return console.render(
