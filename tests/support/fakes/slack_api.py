@@ -56,6 +56,11 @@ from urllib.parse import parse_qsl
 
 from aiohttp import WSMsgType, web
 
+# The sequence part of every message timestamp, the fake API's and the test events' alike
+# (`slack_events.new_ts`): two counters made the same stamp within one second, and an answer
+# then had its question's ts.
+TS_SEQUENCE = itertools.count(1)
+
 MAX_TEXT = 4_000  # where Slack answers msg_too_long in practice
 
 
@@ -500,7 +505,7 @@ class FakeSlack:
         return None
 
     def _new_ts(self) -> str:
-        return f"{int(self.clock())}.{next(self._ts):06d}"
+        return f"{int(self.clock())}.{next(TS_SEQUENCE) % 1_000_000:06d}"
 
     def _m_auth_test(self, _: dict[str, Any]) -> dict[str, Any]:
         return {

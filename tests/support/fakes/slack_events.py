@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
-import itertools
 import json
 import threading
 import time
@@ -22,10 +21,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlencode
 
-from tests.support.fakes.slack_api import FakeSlack
+from tests.support.fakes.slack_api import TS_SEQUENCE, FakeSlack
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
-_ts_counter = itertools.count(1)
 
 
 def sign(body: bytes, secret: str = SIGNING_SECRET, timestamp: int | None = None) -> dict[str, str]:
@@ -39,7 +37,9 @@ def sign(body: bytes, secret: str = SIGNING_SECRET, timestamp: int | None = None
 def new_ts() -> str:
     """A unique Slack message timestamp."""
     # Slack's own stamp, on the same clock as the fake Web API's, so messages keep their order.
-    return f"{int(time.time())}.{next(_ts_counter):06d}"  # wall clock: as the fake API's
+    return (
+        f"{int(time.time())}.{next(TS_SEQUENCE) % 1_000_000:06d}"  # wall clock: as the fake API's
+    )
 
 
 def event_body(
