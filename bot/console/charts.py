@@ -35,7 +35,7 @@ def compact(n: float) -> str:
         if abs(n) >= size:
             text = f"{n / size:.1f}".removesuffix(".0")
             return text + suffix
-    return f"{n:.0f}"
+    return f"{n:g}"  # 0.5 on the axis of a chart whose top is 1
 
 
 def nice_max(n: int) -> int:

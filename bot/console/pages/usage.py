@@ -45,7 +45,8 @@ def _legend(shares: Sequence[Share]) -> list[tuple[str, str]]:
     return legend
 
 
-def _charts(report: UsageReport) -> list[Markup]:
+def _charts(report: UsageReport) -> list[tuple[str, Markup]]:
+    """(caption, chart) of each series."""
     shares = report.shares
     charted = list(shares[:CHARTED])
     others = shares[CHARTED:]
@@ -65,15 +66,8 @@ def _charts(report: UsageReport) -> list[Markup]:
             for charted_series in series:
                 rest = [r - v for r, v in zip(rest, charted_series.values, strict=True)]
             series.append(Series(legend[-1][0], rest, legend[-1][1]))
-        charts.append(
-            stacked_bars(
-                f"chart-{field}",
-                f"{title} per day by {report.query.by}",
-                report.days,
-                series,
-                unit,
-            )
-        )
+        caption = f"{title} per day by {report.query.by}"
+        charts.append((caption, stacked_bars(f"chart-{field}", caption, report.days, series, unit)))
     return charts
 
 
