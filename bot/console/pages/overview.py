@@ -28,6 +28,9 @@ def routes(console: Console) -> list[BaseRoute]:
         who = signed.identity
         ready = await probe.check()
         parts = dict(ready.checks)  # what /readyz checks, then each MCP server's state
+        if len(probe.model_states) > 1:  # several endpoints: each on its own line
+            parts.pop("model", None)
+            parts.update({f"model {name}": state for name, state in probe.model_states.items()})
         processes = await board.live()
         for platform, state in platform_readiness(processes, configured).items():
             parts[platform.capitalize()] = state

@@ -6,15 +6,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 
 import httpx
 import pytest
 
 from config.settings import Settings
 from core.errors import ConfigError
-from tests.conftest import BotHarness
+from tests.conftest import POLICY_ALL, BotHarness
 from tests.support.clocks import Clock
 from tests.support.console import CSRF, WEB_SECRET, link_for, sign_in, signin_post
+from tests.support.fakes.openai_server import FakeOpenAI
 
 LINK = re.compile(r"http://127\.0\.0\.1:8080(/console/signin/[A-Za-z0-9_-]+)")
 
@@ -281,3 +283,34 @@ async def test_the_overview_lists_live_processes_and_each_chat_platforms_state(
         page = (await client.get("/console/")).text
     assert 'Discord</td><td class="ok">ok' in page
     assert page.count("<td>serve</td>") == 1 and page.count("<td>worker</td>") == 1
+
+
+async def test_the_overview_names_each_model_endpoints_state(
+    make_bot: Callable[..., BotHarness],
+    clock: Clock,
+    fake_llm: FakeOpenAI,
+    write_policy: Callable[[str], Path],
+) -> None:
+    from bot.server import create_http_app
+
+    policy = POLICY_ALL + '\n[[rules]]\nmatch = { channel = "incidents" }\nmodel = "strong"\n'
+    policy += '\n[[rules]]\nmatch = { roles = ["admin"] }\ngrant = ["admin"]\n'
+    bot = make_bot(
+        clock=clock,
+        console=True,
+        console_secret=WEB_SECRET,
+        policy_file=write_policy(policy),
+        llm_base_url=fake_llm.url,
+        llm_model="fake-model",
+        llm_max_retries=0,
+        # A second endpoint nothing listens on: the default one stays "ok" beside it.
+        providers={"strong": {"base_url": "http://127.0.0.1:9/v1", "model": "big-model"}},
+    )
+    transport = httpx.ASGITransport(app=create_http_app(bot.app))
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        await sign_in(client, bot)
+        page = (await client.get("/console/")).text
+    assert 'model default (fake-model)</td><td class="ok">ok' in page
+    assert (
+        'model strong (big-model)</td><td class="bad">the model endpoint cannot be reached' in page
+    )
