@@ -32,8 +32,11 @@ class Presence:
 
     async def changed(self, within: float) -> None:
         """Returns when something changed, or after `within` seconds."""
+        # asyncio.timeout, not wait_for: 3.11's wait_for could miss a cancellation that came
+        # with the event being set, and a stopping process then waited on it forever.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._changed.wait(), within)
+            async with asyncio.timeout(within):
+                await self._changed.wait()
         self._changed.clear()
 
     def states(self) -> dict[str, str]:

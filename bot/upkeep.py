@@ -128,8 +128,10 @@ async def keep_beating(app: App, command: str) -> None:
                 log.warning("writing this process's heartbeat failed", exc_info=True)
             await app.presence.changed(within=BEAT_EVERY.total_seconds())
     finally:
+        # Off the board on the way out, within a few seconds whatever the database does.
         with contextlib.suppress(Exception):
-            await asyncio.shield(asyncio.wait_for(board.gone(me.id), 5))
+            async with asyncio.timeout(5):
+                await board.gone(me.id)
 
 
 async def upkeep(app: App, command: str = "serve") -> None:
