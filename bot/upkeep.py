@@ -12,6 +12,15 @@ and chunks indexed but vectors behind, and a new or rebuilt embedded shard start
 to be in step; where nothing changed that costs one small query per repository. (A
 `threadline index` in a shell beside this process embeds through this process's store socket.)
 
+The embedded store is held from the start: `HOLD_STORE_AFTER` seconds after start-up, when a
+repository is registered, this process opens the embedded shard in the background and keeps it
+(`core.code.search.CodeSearch.hold`), so that a `threadline search` in a shell is answered
+through this process's store socket instead of opening the shard itself (and keeping this
+process from holding it). An open that fails is logged and tried again by each catch-up pass,
+and so is one that found the shard held by a one-shot command in a shell (retried sooner, every
+`HOLD_STORE_RETRY`, for the first `HOLD_STORE_RETRIES` times: such a command ends within
+seconds). With QDRANT_URL there is nothing to hold.
+
 The process board: this process writes its heartbeat (command, host, pid and the chat
 platforms it has connected) every `BEAT_EVERY` and removes it when it stops; the console's
 overview lists the live processes and each platform's state from it.
@@ -24,8 +33,9 @@ import contextlib
 import logging
 import os
 import socket
+from collections.abc import Coroutine
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from core.code.vectors import VectorStoreError
 from core.operator.processes import BEAT_EVERY, ProcessBoard, ProcessInfo
@@ -36,7 +46,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 VECTOR_CATCH_UP_EVERY = 60.0
+HOLD_STORE_AFTER = 0.2
+HOLD_STORE_RETRY = 2.0
+HOLD_STORE_RETRIES = 5
+FINISH_WITHIN = 5.0  # seconds a pass cancelled by the process's stop may take to finish
 SKILLS_CHECK_EVERY = 2.0
 GAUGES_EVERY = 15.0
 
@@ -63,10 +79,64 @@ async def catch_up_vectors(app: App) -> int:
     return embedded
 
 
+async def hold_vector_store(app: App) -> bool | None:
+    """Open the embedded store and hold it, if a repository is registered (module docstring):
+    True when this process holds it, False when another process does for now (try again
+    soon), None when there is nothing to hold or opening it failed (logged; the next catch-up
+    pass tries again)."""
+    if app.settings.qdrant_url:
+        return None
+    if app.search.held:
+        return True
+    try:
+        if not await app.repos.all():
+            return None
+        held = await app.search.hold()
+    except Exception as exc:  # VectorStoreError, a database blip: never the process's end
+        log.warning("the vector store is not held by this process yet: %s", exc)
+        return None
+    if held:
+        log.info("vector store held: searches in a shell beside this process go through it")
+    else:
+        log.debug("the vector store is held by another process for now")
+    return held
+
+
+async def hold_from_start(
+    app: App,
+    after: float = HOLD_STORE_AFTER,
+    retry: float = HOLD_STORE_RETRY,
+    retries: int = HOLD_STORE_RETRIES,
+) -> None:
+    # Wait first, as the loops do, if briefly (a shell search right after start should find
+    # the store held): a process that fails at once stops without opening it.
+    await asyncio.sleep(after)
+    for _ in range(retries):
+        if await _to_the_end(hold_vector_store(app)) is not False:
+            return
+        await asyncio.sleep(retry)
+
+
+async def _to_the_end(work: Coroutine[Any, Any, T]) -> T:
+    """`work`, finished even when this task is cancelled meanwhile (then cancelled after it),
+    within `FINISH_WITHIN`: a cut query would leave the pool a connection to clean up, and
+    the store's open finishes in its thread anyway (the app's close waits for it)."""
+    task = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        # Bounded: a database that stopped answering must not hold up the process's stop.
+        await asyncio.wait([task], timeout=FINISH_WITHIN)
+        task.cancel()
+        raise
+
+
 async def keep_vectors_in_step(app: App, every: float = VECTOR_CATCH_UP_EVERY) -> None:
+    await hold_from_start(app)
     while True:
         await asyncio.sleep(every)
         try:
+            await _to_the_end(hold_vector_store(app))
             await catch_up_vectors(app)
         except Exception:  # the loop must outlive one bad pass (database blip...)
             log.exception("catching up vectors failed")

@@ -16,9 +16,12 @@ one synced into (an old local-mode store migrated to Qdrant Edge, a shard rebuil
 is never mistaken for one in step.
 
 The store is opened on first use: an embedded shard can be held by one process only, and
-opening it should not slow down start-up or a command that never searches. The process that
-holds it shares it with the other local ones (`core.code.store_socket`); a process using it
-through a holder that went away opens it again, and then holds it itself.
+opening it should not slow down start-up or a command that never searches. A serving process
+(`run`, `serve`, `worker`) opens it in the background soon after it starts when there is a
+repository to search (`hold`, called by `bot.upkeep`), so that a `threadline search` in a shell
+is answered by it from the start. The process that holds it shares it with the other local
+ones (`core.code.store_socket`); a process using it through a holder that went away opens it
+again, and then holds it itself.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from core.code.redact import redact
 from core.code.results import MAX_TOP_K, CodeResult
 from core.code.roles import role_of
 from core.code.selection import still_readable
-from core.code.store_socket import HolderGone, UnknownRepository
+from core.code.store_socket import HolderGone, RemoteBackend, UnknownRepository
 from core.code.vectors import Mode, SearchHit, VectorStore, VectorStoreError
 from core.store.tables import table_of
 
@@ -109,6 +112,7 @@ class CodeSearch:
         self.collection = collection
         self._generation = generation or (lambda: "server")
         self._store: VectorStore | None = None
+        self._opening: asyncio.Task[VectorStore] | None = None
         self._lock = asyncio.Lock()
         self._sync_lock = asyncio.Lock()
 
@@ -116,27 +120,59 @@ class CodeSearch:
         """The vector store, opened now if needed. Raises `VectorStoreError` (safe to show)."""
         if self._store is not None:
             return self._store
+        if self._opening is None:
+            opening = asyncio.create_task(self._open(), name="open-vector-store")
+            # Read here in case every caller gave up: else asyncio logs it as never retrieved.
+            opening.add_done_callback(lambda t: t.cancelled() or t.exception())
+            self._opening = opening
+        # Shielded: a caller that gives up (a cancelled request, a stopping process) must not
+        # strand a shard opened in its worker thread, still locked and never closed; the open
+        # finishes, the store is kept, and `aclose` closes it.
+        return await asyncio.shield(self._opening)
+
+    async def _open(self) -> VectorStore:
+        try:
+            try:
+                store = await asyncio.to_thread(self._open_store)
+            except VectorStoreError:
+                raise
+            except (ModuleNotFoundError, RuntimeError, OSError, ValueError) as exc:
+                log.warning("vector store unavailable: %s", exc)
+                raise VectorStoreError(f"semantic search is unavailable: {exc}") from None
+            try:
+                await store.ensure()
+            except BaseException:
+                await store.close()  # releases the embedded shard, or the connection
+                raise
+            try:
+                # Held here: `threadline search`/`index` in a shell use it through us.
+                await store.share(search=self._whole_search)
+            except OSError as exc:
+                log.warning("the vector store is not shared with other processes: %s", exc)
+            self._store = store
+            return store
+        finally:
+            self._opening = None
+
+    @property
+    def held(self) -> bool:
+        """Whether this process has the store open itself (not through another process)."""
+        return self._store is not None and not isinstance(self._store.backend, RemoteBackend)
+
+    async def hold(self) -> bool:
+        """Open the store now, for a process that serves searches (`bot.upkeep` calls this at
+        start-up and then now and then), so that other local processes search through this one
+        from the start. Returns whether this process holds it; when another one does (a
+        one-shot command in a shell), the store is let go, so that the next call tries again
+        to hold it. Raises `VectorStoreError`."""
+        store = await self.store()
+        if not isinstance(store.backend, RemoteBackend):
+            return True
         async with self._lock:
-            if self._store is None:
-                try:
-                    store = await asyncio.to_thread(self._open_store)
-                except VectorStoreError:
-                    raise
-                except (ModuleNotFoundError, RuntimeError, OSError, ValueError) as exc:
-                    log.warning("vector store unavailable: %s", exc)
-                    raise VectorStoreError(f"semantic search is unavailable: {exc}") from None
-                try:
-                    await store.ensure()
-                except BaseException:
-                    await store.close()  # releases the embedded shard, or the connection
-                    raise
-                try:
-                    # Held here: `threadline search`/`index` in a shell use it through us.
-                    await store.share(search=self._whole_search)
-                except OSError as exc:
-                    log.warning("the vector store is not shared with other processes: %s", exc)
-                self._store = store
-            return self._store
+            if self._store is store:
+                self._store = None
+        await store.close()  # nothing held: each call through the holder has its connection
+        return False
 
     async def _whole_search(
         self, query: str, repos: Sequence[str] | None, k: int, roles: Sequence[str] | None
@@ -171,9 +207,12 @@ class CodeSearch:
             return await work(await self.store())
 
     async def aclose(self) -> None:
-        if self._store is not None:
-            await self._store.close()
-            self._store = None
+        if self._opening is not None:
+            # An open under way (its caller gave up) ends in `_store`, closed here.
+            await asyncio.gather(self._opening, return_exceptions=True)
+        store, self._store = self._store, None
+        if store is not None:
+            await store.close()
 
     async def _sync_key(self) -> str | None:
         """The `VectorSync` key of the store `generation` names (None: no store yet)."""

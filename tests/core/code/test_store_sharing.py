@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import stat
 import struct
 import subprocess
@@ -17,16 +18,20 @@ from pathlib import Path
 import pytest
 
 from bot.code_cli import embedded_shard
+from bot.upkeep import hold_vector_store
 from config.settings import Settings
+from core.code.embeddings import LocalMiniLM
 from core.code.socket_wire import Refused, ask
 from core.code.store_socket import RemoteBackend, addressable, socket_path, token_path
-from tests.bot.test_cli import cli_env, run_cli  # noqa: F401  (fixture)
+from core.code.vectors import VectorStore
+from tests.bot.test_cli import STOP_DEADLINE, cli_env, run_cli, spawn, wait_until  # noqa: F401
 from tests.conftest import BotHarness
 from tests.core.code.test_search import chunk_ids, indexed_bot, make_shop
 from tests.support.code_repo import write
 from tests.support.paths import ROOT_DIR
 
 MakeBot = Callable[..., BotHarness]
+Spawn = Callable[..., tuple[subprocess.Popen[bytes], Path]]
 ROOT = ROOT_DIR
 
 
@@ -166,6 +171,53 @@ async def test_a_dead_holders_socket_is_replaced(make_bot: MakeBot, tmp_path: Pa
     await bot.app.search.store()
     assert stat.S_ISSOCK(socket_path(shard).stat().st_mode)
     assert token_path(shard).read_text() != "stale"
+
+
+async def test_a_serving_process_holds_the_store_when_there_is_a_repository(
+    make_bot: MakeBot, tmp_path: Path
+) -> None:
+    """What `bot.upkeep` does at start-up: nothing without a repository or with a server; else
+    hold the shard and share it; when a shell's one-shot command holds it, let go and try
+    again later."""
+    bot = make_bot()
+    assert await hold_vector_store(bot.app) is None
+    assert not bot.app.search.held and not shard_of(bot).exists()  # not even made
+    served = make_bot(qdrant_url="http://127.0.0.1:9")
+    repo = await served.app.repos.register(str(make_shop(tmp_path / "src")), "shop")
+    assert await hold_vector_store(served.app) is None  # nothing to hold: no store opened
+    assert not served.app.search.held
+
+    shell = make_bot()  # the same data dir, no server: the shell's command holds the shard
+    assert (await shell.app.indexer.index(repo)).vectors_error is None
+    assert await hold_vector_store(bot.app) is False
+    assert not bot.app.search.held  # let go: tried again later
+
+    await shell.app.search.aclose()  # the command ended
+    assert await hold_vector_store(bot.app) is True
+    assert bot.app.search.held and socket_path(shard_of(bot)).exists()
+    assert await hold_vector_store(bot.app) is True  # held: nothing to do
+    found = await shell.app.search.search("password", ["shop"], k=1)  # through the bot
+    assert found and isinstance((await shell.app.search.store()).backend, RemoteBackend)
+
+
+async def test_a_search_given_up_while_the_store_opens_strands_no_shard(
+    make_bot: MakeBot, tmp_path: Path
+) -> None:
+    """A caller cancelled while the shard loads in its worker thread (a request cut, a process
+    stopping right after start) leaves the open to finish; the app's close closes the shard,
+    so it can be opened again."""
+    bot = await indexed_bot(make_bot, tmp_path)
+    await bot.app.search.aclose()
+    asking = asyncio.create_task(bot.app.search.search("password", ["shop"]))
+    for _ in range(5):  # into the worker thread that opens the shard
+        await asyncio.sleep(0)
+    asking.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asking
+    await bot.app.search.aclose()
+    assert not socket_path(shard_of(bot)).exists()
+    again = await asyncio.to_thread(VectorStore.local, shard_of(bot).parent, LocalMiniLM())
+    await again.close()
 
 
 # -- processes ------------------------------------------------------------------------------------
@@ -320,3 +372,31 @@ async def test_threadline_search_is_answered_by_the_bot(
     )
     assert (code, out) == (1, "") and "sqlmodel" in imported
     assert err == "search: no repository named 'nope' (known: other, shop)"
+
+
+async def test_a_bot_started_beside_an_index_answers_shell_searches_from_the_start(
+    cli_env: dict[str, str],  # noqa: F811
+    spawn: Spawn,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Indexed first, then the bot starts: before anyone asks it anything it holds the store,
+    and `threadline search` in a shell is answered by it (the shell loads nothing heavy)."""
+    root = make_shop(tmp_path / "src")
+    indexed = await asyncio.to_thread(run_cli, cli_env, tmp_path, "index", str(root))
+    assert indexed.returncode == 0, indexed.stderr
+    shard = embedded_shard(Settings(data_dir=Path(cli_env["THREADLINE_DATA_DIR"])))
+    assert not socket_path(shard).exists()
+
+    proc, log = spawn(cli_env, "worker")
+    wait_until(lambda: socket_path(shard).exists(), proc, log, "the store socket")
+    code, out, err, imported = await asyncio.to_thread(
+        probe_cli, cli_env, tmp_path, "search", "nightly db dump upload", "--json"
+    )
+    assert (code, err, imported) == (0, "", []), log.read_text()  # the bot answered it
+    assert json.loads(out)["results"][0]["path"] == "ops/backup.go"
+
+    proc.send_signal(signal.SIGTERM)
+    assert await asyncio.to_thread(proc.wait, STOP_DEADLINE) == 0, log.read_text()
+    text = log.read_text()
+    assert "vector store held" in text and "Traceback" not in text and "WARNING" not in text
+    assert not socket_path(shard).exists()
