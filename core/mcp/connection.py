@@ -7,6 +7,7 @@ The `mcp` SDK and httpx2 are imported where used, as they were in the manager: h
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -42,10 +43,16 @@ async def list_resources(client: Any) -> dict[str, str]:
 
 def target(cfg: McpServerSettings, environ: Mapping[str, str]) -> Any:
     from mcp import StdioServerParameters
+    from mcp.client.stdio import stdio_client
 
     if cfg.command is not None:
         env = {k: environ[k] for k in cfg.env if k in environ}
-        return StdioServerParameters(command=cfg.command, args=list(cfg.args), env=env, cwd=cfg.cwd)
+        params = StdioServerParameters(
+            command=cfg.command, args=list(cfg.args), env=env, cwd=cfg.cwd
+        )
+        # The server's stderr goes to this process's stderr as it is now: the SDK's default is
+        # the stderr of the moment `mcp` was first imported, which may since have been replaced.
+        return stdio_client(params, errlog=sys.stderr)
     assert cfg.url is not None
     missing = sorted(env for env in cfg.headers.values() if not environ.get(env))
     if missing:

@@ -12,11 +12,11 @@ start-up imports, `os._exit`, bytes on argv) run it as one.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import io
 import logging
 import os
 import subprocess
+import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -66,32 +66,37 @@ def _in_process(
 ) -> subprocess.CompletedProcess[str]:
     from bot.cli import main
 
-    out, err = io.StringIO(), io.StringIO()
-    with _ONE_AT_A_TIME:
+    # Files, not StringIO: what the command starts (an MCP server, git) inherits a real
+    # descriptor for its output, as it would from a shell.
+    with (
+        tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as out,
+        tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as err,
+        _ONE_AT_A_TIME,
+    ):
         saved_env, saved_cwd = dict(os.environ), os.getcwd()
+        saved_out, saved_err = sys.stdout, sys.stderr
         root = logging.getLogger()
         saved_handlers, saved_level = list(root.handlers), root.level
         try:
             os.environ.clear()
             os.environ.update(env)
             os.chdir(cwd)
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                try:
-                    code = main(list(args))
-                except SystemExit as exit_:  # argparse's usage errors
-                    code = (
-                        exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
-                    )
-                finally:
-                    for handler in root.handlers:
-                        handler.flush()
+            sys.stdout, sys.stderr = out, err
+            try:
+                code = main(list(args))
+            except SystemExit as exit_:  # argparse's usage errors
+                code = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
         finally:
             for handler in list(root.handlers):
+                handler.flush()
                 root.removeHandler(handler)
             for handler in saved_handlers:
                 root.addHandler(handler)
             root.setLevel(saved_level)
+            sys.stdout, sys.stderr = saved_out, saved_err
             os.chdir(saved_cwd)
             os.environ.clear()
             os.environ.update(saved_env)
-    return subprocess.CompletedProcess(["threadline", *args], code, out.getvalue(), err.getvalue())
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(["threadline", *args], code, out.read(), err.read())
