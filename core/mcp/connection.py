@@ -43,22 +43,29 @@ async def list_resources(client: Any) -> dict[str, str]:
 
 def target(cfg: McpServerSettings, environ: Mapping[str, str]) -> Any:
     from mcp import StdioServerParameters
-    from mcp.client.stdio import stdio_client
 
     if cfg.command is not None:
         env = {k: environ[k] for k in cfg.env if k in environ}
-        params = StdioServerParameters(
-            command=cfg.command, args=list(cfg.args), env=env, cwd=cfg.cwd
-        )
-        # The server's stderr goes to this process's stderr as it is now: the SDK's default is
-        # the stderr of the moment `mcp` was first imported, which may since have been replaced.
-        return stdio_client(params, errlog=sys.stderr)
+        return StdioServerParameters(command=cfg.command, args=list(cfg.args), env=env, cwd=cfg.cwd)
     assert cfg.url is not None
     missing = sorted(env for env in cfg.headers.values() if not environ.get(env))
     if missing:
         raise ValueError(f"environment variable(s) {', '.join(missing)} not set (headers)")
     headers = {h: environ[env] for h, env in cfg.headers.items()}
     return _http_transport(cfg.url, headers, cfg.timeout)
+
+
+def transport(server: Any) -> Any:
+    """What `mcp.Client` connects through: a command server's stdio transport made here, the
+    others as they are."""
+    from mcp import StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    if isinstance(server, StdioServerParameters):
+        # The server's stderr goes to this process's stderr as it is now: the SDK's default is
+        # the stderr of the moment `mcp` was first imported, which may since have been replaced.
+        return stdio_client(server, errlog=sys.stderr)
+    return server
 
 
 @asynccontextmanager

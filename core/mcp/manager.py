@@ -24,7 +24,7 @@ from core.backoff import Backoff
 from core.mcp.calls import call_tool
 from core.mcp.calls import read_resource as read_server_resource
 from core.mcp.config import McpServerSettings
-from core.mcp.connection import failure_reason, list_resources, list_tools, target
+from core.mcp.connection import failure_reason, list_resources, list_tools, target, transport
 from core.mcp.pins import PinStore
 from core.mcp.registration import ToolRegistrar
 from core.mcp.resources import resource_tools
@@ -153,7 +153,7 @@ class McpManager:
             # speaks MCP must not hold the server in "connecting" for ever.
             async with asyncio.timeout(cfg.connect_timeout):
                 client = await stack.enter_async_context(
-                    Client(self._target(cfg), read_timeout_seconds=cfg.connect_timeout)
+                    Client(transport(self._target(cfg)), read_timeout_seconds=cfg.connect_timeout)
                 )
                 listed = await list_tools(client)
                 state.resources = await list_resources(client)
