@@ -28,7 +28,7 @@ from core.store.engine import Database
 from tests.bot.test_cli import cli_env, threadline_command
 from tests.conftest import POLICY_ALL
 from tests.support.fakes.discord_server import FakeDiscord, Posted
-from tests.support.fakes.openai_server import FakeOpenAI
+from tests.support.fakes.openai_server import FakeOpenAI, answer, last_user_text
 
 __all__ = ["cli_env"]  # a fixture shared with the CLI tests
 
@@ -437,8 +437,9 @@ async def test_a_gateway_disconnect_and_resume_produce_no_duplicate_answers(
 ) -> None:
     fake = fake_discord
     bot = await start_bot()
-    fake_llm.reply("first answer", delay=0.5)
-    fake_llm.reply("second answer")
+    # Answered by content: under load the second mention's model call can arrive first.
+    by_question = {"one": answer("first answer", delay=0.5), "two": answer("second answer")}
+    fake_llm.responder = lambda request: by_question.get(last_user_text(request).split()[-1])
 
     first = await fake.post_message(fake.alice, fake.general, f"{fake.mention()} one")
     await fake.wait_for(lambda: fake.thread_of(first["id"]))

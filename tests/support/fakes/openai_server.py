@@ -157,7 +157,7 @@ def _has_text(chunk: dict[str, Any]) -> bool:
     return any((c.get("delta") or {}).get("content") for c in chunk.get("choices") or [])
 
 
-def _last_user_text(request: dict[str, Any]) -> str:
+def last_user_text(request: dict[str, Any]) -> str:
     for message in reversed(request.get("messages") or []):
         if message.get("role") == "user" and isinstance(message.get("content"), str):
             return str(message["content"])
@@ -274,7 +274,7 @@ class FakeOpenAI:
                 with fake._cond:
                     fake.stream_requests += 1
                     if first:
-                        fake.stream_log.append((_last_user_text(request), first, last))
+                        fake.stream_log.append((last_user_text(request), first, last))
 
             def _send(
                 self,
