@@ -57,7 +57,7 @@ async def test_a_hung_worker_ends_at_the_request_deadline_and_is_killed(
     bot = local_bot(make_bot, script, tts_timeout=60, request_deadline=1.0)
     begun = time.monotonic()
     reply = await asyncio.wait_for(bot.send(f"/tts {LONG_TEXT}"), 10)
-    assert time.monotonic() - begun < 4
+    assert time.monotonic() - begun < 8  # far below the 60 s the hang would take
     assert reply.ok is False
     assert reply.text == messages.command_deadline(1.0, "tts")
     assert not reply.attachments
@@ -74,7 +74,7 @@ async def test_a_worker_that_does_not_start_is_given_the_tts_timeout_once(
     bot = local_bot(make_bot, script, tts_timeout=0.5, request_deadline=60)
     begun = time.monotonic()
     reply = await asyncio.wait_for(bot.send(f"/tts {LONG_TEXT}"), 10)
-    assert time.monotonic() - begun < 4
+    assert time.monotonic() - begun < 8  # far below the 60 s the hang would take
     assert reply.ok is False
     assert reply.text == tts_messages.FAILED
     # Twelve segments, one start: a worker that did not start is not started again per segment.
@@ -108,7 +108,8 @@ async def test_ask_voice_out_of_time_for_audio_keeps_the_text(
         make_bot,
         script,
         tts_timeout=60,
-        request_deadline=1.0,
+        # Three seconds: the model's answer must come well inside it on a loaded machine.
+        request_deadline=3.0,
         llm_base_url=fake_llm.url,
         llm_model="fake-model",
         llm_max_retries=0,
