@@ -117,6 +117,15 @@ FROM (
 ORDER BY at
 """
 
+# What the bot writes beside each usage record (core.llm.usage.write_usage), summed at once.
+ROLL_UP_SQL = """
+INSERT INTO usage_daily (platform, tenant, breakdown, day, subject, prompt_tokens,
+                         completion_tokens, cached_tokens, requests)
+SELECT platform, tenant, %(breakdown)s, day, {column}, sum(prompt_tokens),
+       sum(completion_tokens), sum(cached_tokens), count(*)
+FROM usage_records GROUP BY platform, tenant, day, {column}
+"""
+
 QUOTA_SQL = """
 INSERT INTO quota_usage (platform, tenant, scope, subject, metric, day, used, reserved, warned)
 SELECT platform, tenant, 'user', "user", 'tokens', day, sum(prompt_tokens + completion_tokens),
@@ -162,6 +171,9 @@ def load(url: str, audit_rows: int, other_rows: int, usage_rows: int) -> dict[st
         share = int(usage_rows * 0.8)
         for tenant, n in ((TENANT, share), *((o, (usage_rows - share) // 2) for o in OTHERS)):
             conn.execute(USAGE_SQL, {"tenant": tenant, "n": n, "now": NOW})
+        for breakdown in ("channel", "user", "model"):
+            column = '"user"' if breakdown == "user" else breakdown
+            conn.execute(ROLL_UP_SQL.format(column=column), {"breakdown": breakdown})
         conn.execute(QUOTA_SQL, {"day": NOW.strftime("%Y-%m-%d")})
         took["usage_records"] = time.perf_counter() - t
         t = time.perf_counter()
@@ -306,6 +318,7 @@ async def measure(url: str, work: Path, requests: int) -> dict[str, Any]:
 
     import bot.console.kit as kit
     from bot.app import build_app
+    from bot.heap import freeze_start_up_heap
     from bot.server import create_http_app
     from config.settings import load_settings
     from core.operator.links import SignInLinks
@@ -332,6 +345,8 @@ async def measure(url: str, work: Path, requests: int) -> dict[str, Any]:
     results: dict[str, Any] = {"cases": []}
     try:
         results.update(await counts(app))
+        # What `threadline serve` does once its app is built and its database checked.
+        freeze_start_up_heap()
         admin = Identity("slack", TENANT, "C00", "U000", frozenset({"admin"}))
         token = await SignInLinks(app.db, app.core.policy, app.clock).issue(admin)
         http_app = create_http_app(app)

@@ -64,6 +64,10 @@ async def _dispatch_app(app: App, args: argparse.Namespace, shutdown: Shutdown |
         # task, a refusal would be a generic error line instead of what to do.
         if not await _database_ready(app):
             return EXIT_FAILED
+        if shutdown is not None:  # a serving process: its start-up heap lives as long as it
+            from bot.heap import freeze_start_up_heap
+
+            freeze_start_up_heap()
         if args.command in ("run", "serve", "worker", "chat"):
             app.mcp.start()  # MCP servers connect in the background; nothing waits for them
         if args.command in ("run", "serve", "worker"):

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.request import Usage
 from core.session import ToolSession
 from core.store.engine import Database
+
+if TYPE_CHECKING:
+    from core.store.models import UsageRecord
 
 # Providers report cached prompt tokens under different names: OpenAI-style nested details,
 # DeepSeek's prompt_cache_hit_tokens, and input_cache_hit_tokens from others.
@@ -61,6 +64,35 @@ def settled(reported: Usage | None, prompt_estimate: int, completion_estimate: i
     return Usage(prompt, completion, min(reported.cached_tokens, prompt))
 
 
+ROLL_UP_KEY = ["platform", "tenant", "breakdown", "day", "subject"]
+_COUNTS = ("prompt_tokens", "completion_tokens", "cached_tokens")
+
+
+async def write_usage(db: Database, records: Sequence[UsageRecord]) -> None:
+    """The records and their additions to the daily roll-up (`usage_daily`), in one
+    transaction: a record and its sums land together or not at all."""
+    from core.store.models import UsageDay
+    from core.store.tables import table_of
+
+    rolled = table_of(UsageDay)
+    async with db.session() as s:
+        for record in records:
+            s.add(record)
+            counts = {name: getattr(record, name) for name in _COUNTS}
+            # Always channel, user, model in this order, so two writers lock rows in one order.
+            for breakdown in ("channel", "user", "model"):
+                row = {
+                    "platform": record.platform,
+                    "tenant": record.tenant,
+                    "breakdown": breakdown,
+                    "day": record.day,
+                    "subject": getattr(record, breakdown),
+                    "requests": 1,
+                    **counts,
+                }
+                await s.exec(db.upsert_adding(rolled, row, ROLL_UP_KEY, [*_COUNTS, "requests"]))
+
+
 class UsageRecorder:
     def __init__(self, db: Database, clock: Callable[[], datetime] | None = None) -> None:
         """`clock`: when usage happened and which UTC day it counts for (default: now)."""
@@ -78,23 +110,21 @@ class UsageRecorder:
 
         now = self._now()
         who = session.identity
-        async with self._db.session() as s:
-            s.add(
-                UsageRecord(
-                    at=now,
-                    day=utc_day(now),
-                    request_id=session.request_id,
-                    platform=who.platform,
-                    tenant=who.tenant,
-                    channel=who.channel,
-                    user=who.user,
-                    provider=provider,
-                    model=model,
-                    prompt_tokens=usage.prompt_tokens,
-                    completion_tokens=usage.completion_tokens,
-                    cached_tokens=usage.cached_tokens,
-                )
-            )
+        record = UsageRecord(
+            at=now,
+            day=utc_day(now),
+            request_id=session.request_id,
+            platform=who.platform,
+            tenant=who.tenant,
+            channel=who.channel,
+            user=who.user,
+            provider=provider,
+            model=model,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cached_tokens=usage.cached_tokens,
+        )
+        await write_usage(self._db, [record])
 
     async def today(self, session: ToolSession) -> Usage:
         """The user's usage today in this tenant (for /budget)."""

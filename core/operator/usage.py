@@ -1,6 +1,7 @@
-"""The console's usage page for one tenant: tokens and requests per UTC day from the usage
-records (one row per model call), broken down by channel, user or model; the top spenders; and
-today's daily budgets (the quota counters) beside the limits the policy gives them."""
+"""The console's usage page for one tenant: tokens and requests per UTC day from the daily
+roll-up of the usage records (`usage_daily`, one row per day and channel, user or model); the
+top spenders; and today's daily budgets (the quota counters) beside the limits the policy
+gives them."""
 
 from __future__ import annotations
 
@@ -160,28 +161,27 @@ class UsageReader:
         return self._clock().astimezone(UTC).date()
 
     def _grouped(self, platform: str, tenant: str, by: str, days: tuple[str, ...]) -> Any:
-        """Sums per day and key over the days (one scan of the tenant's index by day)."""
-        from core.store.models import UsageRecord
+        """Per day and key over the days: the roll-up's rows, one walk of its primary key."""
+        from core.store.models import UsageDay
 
-        key = col(getattr(UsageRecord, by))
-        day = col(UsageRecord.day)
+        day = col(UsageDay.day)
         return (
             select(
                 day,
-                key,
-                func.sum(col(UsageRecord.prompt_tokens)),
-                func.sum(col(UsageRecord.completion_tokens)),
-                func.sum(col(UsageRecord.cached_tokens)),
-                func.count(),
+                col(UsageDay.subject),
+                col(UsageDay.prompt_tokens),
+                col(UsageDay.completion_tokens),
+                col(UsageDay.cached_tokens),
+                col(UsageDay.requests),
             )
             .where(
-                col(UsageRecord.platform) == platform,
-                col(UsageRecord.tenant) == tenant,
+                col(UsageDay.platform) == platform,
+                col(UsageDay.tenant) == tenant,
+                col(UsageDay.breakdown) == by,
                 day >= days[0],
                 day <= days[-1],
             )
-            .group_by(day, key)
-            .order_by(day, key)
+            .order_by(day, col(UsageDay.subject))
         )
 
     async def rows(self, platform: str, tenant: str, query: UsageQuery) -> list[UsageRow]:
@@ -257,25 +257,27 @@ class UsageReader:
         )
 
     def _spenders(self, platform: str, tenant: str, days: tuple[str, ...]) -> Any:
-        from core.store.models import UsageRecord
+        from core.store.models import UsageDay
 
-        tokens = func.sum(col(UsageRecord.prompt_tokens) + col(UsageRecord.completion_tokens))
+        prompt = func.sum(col(UsageDay.prompt_tokens))
+        completion = func.sum(col(UsageDay.completion_tokens))
         return (
             select(
-                col(UsageRecord.user),
-                func.sum(col(UsageRecord.prompt_tokens)),
-                func.sum(col(UsageRecord.completion_tokens)),
-                func.sum(col(UsageRecord.cached_tokens)),
-                func.count(),
+                col(UsageDay.subject),
+                prompt,
+                completion,
+                func.sum(col(UsageDay.cached_tokens)),
+                func.sum(col(UsageDay.requests)),
             )
             .where(
-                col(UsageRecord.platform) == platform,
-                col(UsageRecord.tenant) == tenant,
-                col(UsageRecord.day) >= days[0],
-                col(UsageRecord.day) <= days[-1],
+                col(UsageDay.platform) == platform,
+                col(UsageDay.tenant) == tenant,
+                col(UsageDay.breakdown) == "user",
+                col(UsageDay.day) >= days[0],
+                col(UsageDay.day) <= days[-1],
             )
-            .group_by(col(UsageRecord.user))
-            .order_by(tokens.desc(), col(UsageRecord.user))
+            .group_by(col(UsageDay.subject))
+            .order_by((prompt + completion).desc(), col(UsageDay.subject))
             .limit(TOP_SPENDERS)
         )
 

@@ -328,6 +328,17 @@ class Database:
         """INSERT ... ON CONFLICT (keys) DO UPDATE SET the `update` columns."""
         return self._upserting(self._insert(table).values(**values), keys, update)
 
+    def upsert_adding(
+        self, table: Any, values: dict[str, Any], keys: list[str], add: list[str]
+    ) -> Any:
+        """INSERT ... ON CONFLICT (keys) DO UPDATE adding the `add` columns' values to the row
+        already there (counters that concurrent writers bump without a read first)."""
+        stmt = self._insert(table).values(**values)
+        return stmt.on_conflict_do_update(
+            index_elements=keys,
+            set_={name: table.c[name] + stmt.excluded[name] for name in add},
+        )
+
     async def upsert_rows(
         self,
         session: Any,

@@ -85,6 +85,24 @@ class UsageRecord(SQLModel, table=True):
     cached_tokens: int = 0
 
 
+class UsageDay(SQLModel, table=True):
+    """One UTC day of one channel, user or model of a tenant: the sums of its usage records,
+    added to in the transaction that writes each record. The console's usage page reads these
+    (90 days by user is at most days x users small rows) instead of summing every model call."""
+
+    __tablename__ = "usage_daily"
+
+    platform: str = Field(max_length=32, primary_key=True)
+    tenant: str = Field(max_length=128, primary_key=True)
+    breakdown: str = Field(max_length=16, primary_key=True)  # "channel" | "user" | "model"
+    day: str = Field(max_length=10, primary_key=True)
+    subject: str = Field(max_length=128, primary_key=True)
+    prompt_tokens: int = Field(default=0, sa_type=BigInteger)
+    completion_tokens: int = Field(default=0, sa_type=BigInteger)
+    cached_tokens: int = Field(default=0, sa_type=BigInteger)
+    requests: int = 0
+
+
 class AuditEntry(SQLModel, table=True):
     """One proposed tool call and what the server did with it. Never holds raw arguments:
     only their size and a digest, so secrets passed to a tool do not land in the log."""

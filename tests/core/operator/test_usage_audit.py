@@ -37,29 +37,32 @@ POLICY = Policy.from_dict(
 
 
 async def add_usage(db: Any, clock: Clock, rows: list[tuple[int, str, str, str, str, int]]) -> None:
-    """(days ago, tenant, channel, user, model, prompt tokens); completion is a tenth."""
+    """(days ago, tenant, channel, user, model, prompt tokens); completion is a tenth. Written
+    as the bot writes them: each record with its additions to the daily roll-up."""
+    from core.llm.usage import write_usage
     from core.quotas import utc_day
     from core.store.models import UsageRecord
 
-    async with db.session() as s:
-        for ago, tenant, channel, user, model, prompt in rows:
-            at = clock.now - timedelta(days=ago)
-            s.add(
-                UsageRecord(
-                    at=at,
-                    day=utc_day(at),
-                    request_id="r",
-                    platform="slack",
-                    tenant=tenant,
-                    channel=channel,
-                    user=user,
-                    provider="p",
-                    model=model,
-                    prompt_tokens=prompt,
-                    completion_tokens=prompt // 10,
-                    cached_tokens=1,
-                )
+    records = []
+    for ago, tenant, channel, user, model, prompt in rows:
+        at = clock.now - timedelta(days=ago)
+        records.append(
+            UsageRecord(
+                at=at,
+                day=utc_day(at),
+                request_id="r",
+                platform="slack",
+                tenant=tenant,
+                channel=channel,
+                user=user,
+                provider="p",
+                model=model,
+                prompt_tokens=prompt,
+                completion_tokens=prompt // 10,
+                cached_tokens=1,
             )
+        )
+    await write_usage(db, records)
 
 
 async def test_usage_per_day_by_key_of_one_tenant(open_db: Callable[[], Any], clock: Clock) -> None:
@@ -92,6 +95,60 @@ async def test_usage_per_day_by_key_of_one_tenant(open_db: Callable[[], Any], cl
         ("2026-12-03", "ada", 100),
         ("2026-12-03", "bob", 300),
     ]
+
+
+async def test_the_daily_roll_up_adds_up_with_writers_on_two_engines(
+    open_db: Callable[[], Any], clock: Clock
+) -> None:
+    # Two processes' engines adding to the same roll-up rows at once: no addition is lost, and
+    # a write that fails leaves neither the record nor its sums.
+    import asyncio
+
+    from sqlalchemy import func, select
+    from sqlalchemy.exc import IntegrityError
+    from sqlmodel import col
+
+    from core.llm.usage import write_usage
+    from core.store.models import UsageRecord
+
+    dbs = [open_db(), open_db()]
+    users, models = ("ada", "bob", "cy"), ("m1", "m2")
+    await asyncio.gather(
+        *(
+            add_usage(dbs[i % 2], clock, [(i % 3, "A", "ops", users[i % 3], models[i % 2], i + 1)])
+            for i in range(30)
+        )
+    )
+    # A record whose model is missing: its channel and user sums are written first, then its
+    # model's sum (NOT NULL) fails, and the whole write with it.
+    broken = UsageRecord(
+        at=clock.now,
+        day="2026-12-03",
+        request_id="r",
+        platform="slack",
+        tenant="A",
+        channel="ops",
+        user="ada",
+        provider="p",
+        model="m1",
+        prompt_tokens=1000,
+    )
+    setattr(broken, "model", None)  # noqa: B010  # what a buggy caller could pass
+    with pytest.raises(IntegrityError):
+        await write_usage(dbs[0], [broken])
+
+    async with dbs[0].session() as s:
+        calls, prompt = (
+            await s.exec(select(func.count(), func.sum(col(UsageRecord.prompt_tokens))))
+        ).one()
+    assert (calls, prompt) == (30, sum(range(1, 31)))
+    reader = UsageReader(dbs[1], clock, POLICY)
+    for by in ("channel", "user", "model"):
+        report = await reader.report("slack", "A", UsageQuery.parse(by, "3"))
+        assert (report.total.requests, report.total.prompt) == (30, sum(range(1, 31)))
+        assert report.total.completion == sum((i + 1) // 10 for i in range(30))
+    by_user = await reader.report("slack", "A", UsageQuery("user", 3))
+    assert {s.key: s.totals.requests for s in by_user.shares} == {"ada": 10, "bob": 10, "cy": 10}
 
 
 @pytest.mark.parametrize(

@@ -232,6 +232,18 @@ async def test_the_old_release_database_upgrades_with_every_row(
     assert (await db.schema_status()).up_to_date
     await assert_every_row_kept(db)
     assert not await model_differences(db)
+    # 0011 rolled the old usage up by day and channel, user and model.
+    rolled = {
+        (r["breakdown"], r["day"], r["subject"]): (r["prompt_tokens"], r["requests"])
+        for r in await stored_rows(db, "usage_daily")
+    }
+    expected: dict[tuple[str, str, str], tuple[int, int]] = {}
+    for record in expected_rows()["usage_records"]:
+        for breakdown in ("channel", "user", "model"):
+            key = (breakdown, record["day"], record[breakdown])
+            prompt, calls = expected.get(key, (0, 0))
+            expected[key] = (prompt + record["prompt_tokens"], calls + 1)
+    assert rolled == expected
     # The upgraded database works: new rows take ids after the old ones.
     from core.events import EventLedger
 
