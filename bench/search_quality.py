@@ -115,7 +115,7 @@ PACKAGES: dict[str, str] = {
     "starlette": "0.41.3",
     "werkzeug": "3.1.3",
 }
-CORPORA = ("wheels", "repos")
+CORPORA = ("wheels", "repos", "held-out")
 ALL_SYSTEMS = ("rg", "bm25s", "bm25s-split", "dense", "sparse", "hybrid")
 STORE_SYSTEMS = ("dense", "sparse", "hybrid")
 ROLES = whole_repos.ROLES
@@ -358,6 +358,29 @@ def repo_corpus() -> Corpus:
     )
 
 
+def held_out_corpus(queries_file: Path | None = None) -> Corpus:
+    """Whole projects in Python and C that no ranking change was tuned on (issue 28): fit on
+    `wheels` and `repos`, check here."""
+    specs = whole_repos.HELD_OUT
+    whole_repos.fetch(specs)
+    chunks = whole_repos.load_chunks(specs)
+    languages = {r.name: r.language for r in specs}
+    by_language: dict[str, list[str]] = defaultdict(list)
+    for r in specs:
+        by_language[r.language].append(f"{r.name} {r.version}")
+    description = "; ".join(f"{lang}: {', '.join(names)}" for lang, names in by_language.items())
+    path = queries_file or whole_repos.HELD_OUT_QUERIES
+    return Corpus(
+        "held-out",
+        whole_repos.HELD_OUT_SOURCES,
+        (),
+        chunks,
+        load_queries(path, chunks, languages),
+        path,
+        description + " (whole projects: PyPI source distributions; held out from tuning)",
+    )
+
+
 # -- metrics --------------------------------------------------------------------------------------
 
 
@@ -384,6 +407,26 @@ def metrics(ranks: Sequence[int | None]) -> dict[str, float]:
     out = {f"R@{k}": sum(1 for r in ranks if r is not None and r <= k) / n for k in (1, 5, 10)}
     out["MRR@10"] = sum(1 / r for r in ranks if r is not None and r <= K) / n
     return out
+
+
+def first_file_rank(ids: Sequence[int], query: Query, chunks: Sequence[Chunk]) -> int | None:
+    """The rank of the first gold file among the distinct files of the results, in order."""
+    gold = {(g.repo, g.path) for g in query.gold}
+    files: list[tuple[str, str]] = []
+    for cid in ids:
+        key = (chunks[cid].repo, chunks[cid].path)
+        if key in files:
+            continue
+        files.append(key)
+        if key in gold:
+            return len(files) if len(files) <= K else None
+    return None
+
+
+def file_ranks_of(
+    result: SystemResult, queries: Sequence[Query], chunks: Sequence[Chunk]
+) -> dict[str, int | None]:
+    return {q.id: first_file_rank(result.ranked.get(q.id, []), q, chunks) for q in queries}
 
 
 def ranks_of(
@@ -674,6 +717,7 @@ class Report:
     results: list[SystemResult]
     ranks: dict[str, dict[str, int | None]]  # system -> query id -> rank
     overlap_ranks: dict[str, dict[str, int | None]]  # the same, class outlines always counting
+    file_ranks: dict[str, dict[str, int | None]]  # system -> query id -> rank of the gold file
 
     @property
     def chunks(self) -> list[Chunk]:
@@ -744,6 +788,20 @@ def language_table(report: Report) -> str:
         subset = [q for q in report.queries if q.language == language]
         for r in report.ran():
             m = metrics(report.ranks_for(r.name, subset))
+            lines.append(_row(r.name, m, len(subset), f" | {language}"))
+    return "\n".join(lines)
+
+
+def file_table(report: Report) -> str:
+    languages = sorted({q.language for q in report.queries})
+    lines = [
+        "| system | language | file R@1 | file R@5 | file R@10 | file MRR@10 | queries |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for language in ("all", *languages) if len(languages) > 1 else languages:
+        subset = [q for q in report.queries if language in ("all", q.language)]
+        for r in report.ran():
+            m = metrics([report.file_ranks[r.name][q.id] for q in subset])
             lines.append(_row(r.name, m, len(subset), f" | {language}"))
     return "\n".join(lines)
 
@@ -890,6 +948,12 @@ def summary_markdown(report: Report) -> str:
     ]
     if len({q.language for q in report.queries}) > 1:
         parts += ["By language:", "", language_table(report), ""]
+    parts += [
+        "Files (the first gold file's rank among the distinct files of the top 10, by language):",
+        "",
+        file_table(report),
+        "",
+    ]
     if any(role != "source" for role in report.corpus.roles):  # else every share is 100%
         parts += [
             f"Roles of the top-{TOP_ROLES} results (where-in-the-code questions; role from the "
@@ -957,9 +1021,25 @@ def metrics_json(report: Report) -> dict[str, Any]:
             )
             for lang in sorted({q.language for q in report.queries})
         }
+        by_style = {
+            style: metrics(
+                report.ranks_for(r.name, [q for q in report.queries if q.style == style])
+            )
+            for style in sorted({q.style for q in report.queries})
+        }
+        files = metrics([report.file_ranks[r.name][q.id] for q in report.queries])
+        files_by_language = {
+            lang: metrics(
+                [report.file_ranks[r.name][q.id] for q in report.queries if q.language == lang]
+            )
+            for lang in sorted({q.language for q in report.queries})
+        }
         systems[r.name] = {
             **metrics(located),
             "by_language": by_language,
+            "by_style": by_style,
+            "files": files,
+            "files_by_language": files_by_language,
             "top5_roles": role_shares(report, r.name, report.queries),
             "asking": metrics(report.ranks_for(r.name, report.corpus.asking))
             if report.corpus.asking
@@ -997,7 +1077,8 @@ def evaluate(names: Sequence[str], corpus: Corpus) -> Report:
     queries, chunks = corpus.queries, corpus.chunks
     ranks = {r.name: ranks_of(r, queries, chunks, outlines=False) for r in ran}
     overlap = {r.name: ranks_of(r, queries, chunks, outlines=True) for r in ran}
-    return Report(corpus, results, ranks, overlap)
+    files = {r.name: file_ranks_of(r, queries, chunks) for r in ran}
+    return Report(corpus, results, ranks, overlap, files)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -1007,6 +1088,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--verbose", action="store_true", help="list each system's misses")
     parser.add_argument("--json", action="store_true", help="print metrics as JSON only")
     parser.add_argument("--append", type=Path, metavar="FILE", help="append results (Markdown)")
+    parser.add_argument(
+        "--check-queries",
+        type=Path,
+        metavar="FILE",
+        help="resolve FILE's gold against the held-out corpus and stop (no system runs)",
+    )
     args = parser.parse_args(argv)
     args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     unknown = set(args.systems) - set(ALL_SYSTEMS)
@@ -1021,7 +1108,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    builders = {"wheels": wheel_corpus, "repos": repo_corpus}
+    if args.check_queries is not None:
+        checked = held_out_corpus(args.check_queries)
+        styles = Counter(q.style for q in checked.queries)
+        print(f"{len(checked.queries)} queries resolve; styles {dict(styles)}")
+        return 0
+    builders = {"wheels": wheel_corpus, "repos": repo_corpus, "held-out": held_out_corpus}
     reports = []
     for name in args.corpus:
         t0 = time.perf_counter()
