@@ -17,7 +17,7 @@ from core.policy import Budgets, Identity, Policy, Rule
 from core.store.engine import Database
 
 By = Literal["channel", "user", "model"]
-BY_CHOICES: tuple[str, ...] = get_args(By)
+BY_CHOICES: tuple[By, ...] = get_args(By)
 DEFAULT_DAYS = 14
 MAX_DAYS = 90
 TOP_SPENDERS = 10
@@ -36,9 +36,10 @@ class UsageQuery:
     @classmethod
     def parse(cls, by: str | None, days: str | None) -> UsageQuery:
         """From the query string; an empty or missing value is the default."""
-        chosen = (by or "").strip() or "channel"
-        if chosen not in BY_CHOICES:
-            raise UsageQueryError(f"Break down by one of {', '.join(BY_CHOICES)}, not {chosen!r}.")
+        asked = (by or "").strip() or "channel"
+        chosen = next((choice for choice in BY_CHOICES if choice == asked), None)
+        if chosen is None:
+            raise UsageQueryError(f"Break down by one of {', '.join(BY_CHOICES)}, not {asked!r}.")
         text = (days or "").strip()
         count = DEFAULT_DAYS
         if text:
@@ -47,7 +48,7 @@ class UsageQuery:
             count = int(text)
             if not 1 <= count <= MAX_DAYS:
                 raise UsageQueryError(f"Days must be a whole number from 1 to {MAX_DAYS}.")
-        return cls(by=chosen, days=count)  # type: ignore[arg-type]  # checked above
+        return cls(by=chosen, days=count)
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,10 +83,11 @@ def match_answers(answered: Sequence[datetime | None], made: Sequence[datetime])
     taken: dict[int, int] = {}
     used: set[int] = set()
     for i, at in enumerate(made):
-        candidates = [j for j, t in enumerate(answered) if t is not None and t <= at]
-        if not candidates:
+        earlier = {j: t for j, t in enumerate(answered) if t is not None and t <= at}
+        if not earlier:
             continue
-        latest = max(answered[j] for j in candidates)  # type: ignore[type-var]
+        candidates = list(earlier)
+        latest = max(earlier.values())
         free = [j for j in candidates if answered[j] == latest and j not in used]
         if not free:
             free = [j for j in candidates if j not in used][-1:]
