@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
+from bot.code_parts import build_embedder, code_search
 from bot.presence import Presence
 from config.settings import ResolvedProvider, Settings
 from core.code.collection import EDGE_DIR as EDGE_DIR  # under DATA_DIR: a shard per model
@@ -22,12 +23,10 @@ CUT_NOTE_MARGIN = timedelta(minutes=2)
 
 if TYPE_CHECKING:
     from adapters.slack.app import SlackAdapter
-    from core.code.embeddings import Embedder
     from core.code.graph.pool import GraphWorkers
     from core.code.indexer import Indexer
     from core.code.repos import RepoStore
     from core.code.search import CodeSearch
-    from core.code.vectors import VectorStore
     from core.digest.runner import DigestRunner
     from core.feature import Feature
     from core.llm.usage import UsageRecorder
@@ -134,13 +133,7 @@ def build_app(
     registry = ToolRegistry()
 
     memory_feature, _memory = built_in.memory(db, clock)
-    code = built_in.code(
-        settings,
-        db,
-        embedder,
-        lambda: open_vector_store(settings, embedder),
-        vector_store_generation(settings, embedder),
-    )
+    code = built_in.code(settings, db, code_search(settings, db, embedder))
     tool_names: list[str] = []  # a skill's `allowed-tools` matches the built-in tools
     skills_feature, skills = built_in.skills(settings, db, embedder, lambda: tool_names)
     voice = build_voice(settings, quotas, usage, model, clock)
@@ -323,65 +316,6 @@ def build_voice(
     return VoiceService(
         build_speech_engine(settings), quotas, config, summarize=summarize, clock=clock
     )
-
-
-def build_embedder(settings: Settings) -> Embedder:
-    from core.code.embeddings import LocalMiniLM, OpenAIEmbedder
-
-    if settings.embeddings_provider == "openai":
-        assert settings.embeddings_model and settings.embeddings_dimension  # checked by Settings
-        key = settings.embeddings_api_key
-        return OpenAIEmbedder(
-            model=settings.embeddings_model,
-            dimension=settings.embeddings_dimension,
-            base_url=settings.embeddings_url,
-            api_key=key.get_secret_value() if key else None,
-        )
-    return LocalMiniLM()
-
-
-def open_vector_store(settings: Settings, embedder: Embedder) -> VectorStore:
-    """Qdrant: the server at QDRANT_URL, else a Qdrant Edge shard under DATA_DIR/qdrant-edge.
-    Blocking (CodeSearch calls it in a worker thread)."""
-    from core.code.vectors import VectorStore
-
-    if settings.qdrant_url:
-        key = settings.qdrant_api_key
-        return VectorStore.server(
-            settings.qdrant_url, embedder, api_key=key.get_secret_value() if key else None
-        )
-    from core.code.edge_store import LOCAL_MODE_DIR, retire_local_mode_store
-    from core.code.store_socket import HolderGone
-    from core.code.vectors import StoreHeld
-
-    # Vectors of Threadline versions before Qdrant Edge: unused now, re-embedded from SQL.
-    retire_local_mode_store(settings.data_dir / LOCAL_MODE_DIR)
-    root = settings.data_dir / EDGE_DIR
-    try:
-        return VectorStore.local(root, embedder)
-    except StoreHeld as held:
-        try:
-            return VectorStore.attach(root, embedder)  # through the process holding it
-        except HolderGone:
-            pass  # it stopped meanwhile, or shares nothing (an older Threadline): once more
-        try:
-            return VectorStore.local(root, embedder)
-        except StoreHeld:
-            raise held from None
-
-
-def vector_store_generation(
-    settings: Settings, embedder: Embedder
-) -> Callable[[], str | None] | None:
-    """What tells CodeSearch which store it would open, without opening it: the embedded
-    shard's id (None: the default for a server)."""
-    if settings.qdrant_url:
-        return None
-    from core.code.edge_store import shard_generation
-    from core.code.embeddings import collection_name
-
-    path = settings.data_dir / EDGE_DIR / collection_name(embedder)  # as VectorStore.local
-    return lambda: shard_generation(path)
 
 
 def slack_http_configured(settings: Settings) -> bool:

@@ -155,6 +155,11 @@ def main(argv: list[str] | None = None) -> int:
             answered = _search_through_holder(args, settings)
             if answered is not None:
                 return answered
+            from bot.code_cli import search_alone
+
+            return asyncio.run(
+                search_alone(settings, args.query, args.repo, args.k, args.json, roles=args.role)
+            )
         return asyncio.run(dispatch(args, settings))
     except KeyboardInterrupt:
         return EXIT_OK

@@ -23,7 +23,9 @@ if TYPE_CHECKING:
     from bot.app import App
     from config.settings import Settings
     from core.code.graph.query import Section
+    from core.code.repos import RepoStore
     from core.code.results import CodeResult
+    from core.code.search import CodeSearch
     from core.store.models import Repo
 
 log = logging.getLogger(__name__)
@@ -78,7 +80,8 @@ async def index_command(app: App, source: str, name: str | None) -> int:
 
 
 async def search_command(
-    app: App,
+    repos: RepoStore,
+    search: CodeSearch,
     query: str,
     repo: str | None,
     k: int,
@@ -94,17 +97,64 @@ async def search_command(
     if problem is not None:
         print(problem, file=sys.stderr)
         return EXIT_USAGE
-    names = [r.name for r in await app.repos.all()]
+    names = [r.name for r in await repos.all()]
     if repo is not None:
         if repo not in names:
             return _unknown_repo(repo, names)
         names = [repo]
     try:
-        results = await app.search.search(query, names, k=k, roles=roles)
+        results = await search.search(query, names, k=k, roles=roles)
     except VectorStoreError as exc:
         print(f"search: {exc}", file=sys.stderr)
         return EXIT_FAILED
     return print_results(results, as_json=as_json, searched=bool(names))
+
+
+async def search_alone(
+    settings: Settings,
+    query: str,
+    repo: str | None,
+    k: int,
+    as_json: bool,
+    *,
+    roles: Sequence[str] | None = None,
+) -> int:
+    """`threadline search` when no process holding the store answered it: this process opens
+    the database and the store itself. It builds only what search needs
+    (`bot.code_parts`), not the app: the chat model, the features and their commands would
+    cost more to import than the search takes."""
+    from bot.code_parts import build_embedder, code_search
+    from bot.dispatch_cli import EXIT_CONFIG, database_ready
+    from core.code.repos import RepoStore
+    from core.errors import ConfigError
+    from core.store.engine import Database
+
+    try:
+        db = Database(settings.database)
+        embedder = build_embedder(settings)
+    except ConfigError as exc:
+        print(f"Threadline cannot start: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    search = code_search(settings, db, embedder)
+    try:
+        early = asyncio.create_task(_open_early(search, embedder))
+        if not await database_ready(db):
+            return EXIT_FAILED
+        await early
+        repos = RepoStore(db, settings.data_dir / "repos")
+        return await search_command(repos, search, query, repo, k, as_json, roles=roles)
+    finally:
+        await search.aclose()
+        await db.dispose()
+
+
+async def _open_early(search: CodeSearch, embedder: object) -> None:
+    """Open the store and load a local model in worker threads while the schema is checked:
+    their file reads and native code overlap the imports the check makes on the main thread
+    (about a fifth of a one-shot search). A failure is left for the search to meet and say."""
+    load = getattr(embedder, "load", None)  # a local model; a remote one has nothing to load
+    jobs = [search.store(), *([asyncio.to_thread(load)] if callable(load) else [])]
+    await asyncio.gather(*jobs, return_exceptions=True)
 
 
 def search_usage_error(query: str, k: int) -> str | None:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from bot.shutdown import Shutdown
     from config.settings import Settings
     from core.digest.scheduler import DigestScheduler
+    from core.store.engine import Database
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
 
@@ -62,7 +63,7 @@ async def _dispatch_app(app: App, args: argparse.Namespace, shutdown: Shutdown |
     try:
         # Every command checks the schema first: met later, inside a request or a background
         # task, a refusal would be a generic error line instead of what to do.
-        if not await _database_ready(app):
+        if not await database_ready(app.db):
             return EXIT_FAILED
         if shutdown is not None:  # a serving process: its start-up heap lives as long as it
             from bot.heap import freeze_start_up_heap
@@ -98,12 +99,6 @@ async def _dispatch_app(app: App, args: argparse.Namespace, shutdown: Shutdown |
             from bot.code_cli import repos_command
 
             return await repos_command(app, args.json)
-        if args.command == "search":
-            from bot.code_cli import search_command
-
-            return await search_command(
-                app, args.query, args.repo, args.k, args.json, roles=args.role
-            )
         if args.command == "graph":
             from bot.code_cli import graph_command
 
@@ -141,12 +136,12 @@ async def _dispatch_app(app: App, args: argparse.Namespace, shutdown: Shutdown |
         await app.aclose()
 
 
-async def _database_ready(app: App) -> bool:
+async def database_ready(db: Database) -> bool:
     """The database and its schema are checked up front (a SQLite file is upgraded here), and
     what is wrong is said plainly instead of a traceback (the URL is not printed: it may hold
     a password)."""
     try:
-        await app.db.create_all()
+        await db.create_all()
     except ConfigError as exc:  # SchemaError
         print(f"Threadline cannot start: {exc}", file=sys.stderr)
         return False

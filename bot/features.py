@@ -13,14 +13,13 @@ from datetime import datetime
 
 from config.settings import Settings
 from core.code.commands import code_commands
-from core.code.embeddings import Embedder, collection_name
+from core.code.embeddings import Embedder
 from core.code.graph.pool import GraphWorkers
 from core.code.graph.repomap import RepoMaps
 from core.code.indexer import Indexer
 from core.code.repos import RepoStore
 from core.code.search import CodeSearch
 from core.code.tools import code_tools
-from core.code.vectors import VectorStore
 from core.commands import builtin_commands
 from core.digest.commands import digest_commands
 from core.digest.runner import DigestRunner
@@ -78,17 +77,11 @@ class Code:
     graph_workers: GraphWorkers
 
 
-def code(
-    settings: Settings,
-    db: Database,
-    embedder: Embedder,
-    open_store: Callable[[], VectorStore],
-    generation: Callable[[], str | None] | None,
-) -> Code:
-    """Code: /index, /graph, the code tools, the repo map. The vector store opens on first
-    use; graph workers start only once an index has enough files to pay for them."""
+def code(settings: Settings, db: Database, search: CodeSearch) -> Code:
+    """Code: /index, /graph, the code tools, the repo map, over `search`
+    (`bot.code_parts.code_search`: its vector store opens on first use). Graph workers start
+    only once an index has enough files to pay for them."""
     repos = RepoStore(db, settings.data_dir / "repos")
-    search = CodeSearch(db, open_store, collection=collection_name(embedder), generation=generation)
     graph_workers = GraphWorkers()
     indexer = Indexer(db, search, graph_workers)
 

@@ -372,6 +372,12 @@ async def test_threadline_search_is_answered_by_the_bot(
     )
     assert (code, out) == (1, "") and "sqlmodel" in imported
     assert err == "search: no repository named 'nope' (known: other, shop)"
+    # Alone, it builds what search needs, not the app (chat model, features, commands).
+    code, out, err, imported = await asyncio.to_thread(
+        probe_cli, cli_env, tmp_path, "search", "nightly db dump upload", "--json"
+    )
+    assert (code, out, err) == (0, answers[searches[0]], "")
+    assert imported == ["numpy", "sqlalchemy", "sqlmodel"]
 
 
 async def test_a_bot_started_beside_an_index_answers_shell_searches_from_the_start(
