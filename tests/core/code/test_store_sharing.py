@@ -145,7 +145,8 @@ async def test_the_holder_answers_whole_searches(make_bot: MakeBot, tmp_path: Pa
 
 
 def test_the_cli_finds_the_shard_without_the_embedder(tmp_path: Path) -> None:
-    from bot.app import EDGE_DIR, build_embedder
+    from bot.app import EDGE_DIR
+    from bot.code_parts import build_embedder
     from core.code.embeddings import collection_name
 
     for fields in (
