@@ -41,6 +41,7 @@ from core.code.vector_query import (
     INDEXED_FIELDS,
     RRF_K,
     SPARSE,
+    Fusion,
     PointData,
     PointState,
     QueryPlan,
@@ -284,6 +285,15 @@ def _nearest(vector: list[float] | SparseQuery, using: str) -> qe.Query:
     return qe.Query.Nearest(vector, using=using)
 
 
+def _fusion(fusion: Fusion, weights: Sequence[float]) -> qe.Fusion:
+    import qdrant_edge as qe
+
+    # The stub types `Fusion.Rrf` and `Fusion.Dbsf` as classes nested in `Fusion`, not as one.
+    if fusion == "dbsf":
+        return cast("qe.Fusion", qe.Fusion.Dbsf())
+    return cast("qe.Fusion", qe.Fusion.Rrf(k=RRF_K, weights=list(weights)))
+
+
 def _request(plan: QueryPlan) -> qe.QueryRequest:
     import qdrant_edge as qe
 
@@ -303,8 +313,7 @@ def _request(plan: QueryPlan) -> qe.QueryRequest:
             )
             for leg in plan.legs
         ],
-        # The stub types `Fusion.Rrf` as a class nested in `Fusion`, not as a `Fusion`.
-        query=cast("qe.Fusion", qe.Fusion.Rrf(k=RRF_K, weights=list(plan.fusion_weights))),
+        query=_fusion(plan.fusion, plan.fusion_weights),
         with_payload=True,
     )
 

@@ -191,7 +191,11 @@ class ServerBackend:
                         )
                         for leg in plan.legs
                     ],
-                    query=qm.RrfQuery(rrf=qm.Rrf(k=RRF_K, weights=list(plan.fusion_weights))),
+                    query=(
+                        qm.FusionQuery(fusion=qm.Fusion.DBSF)
+                        if plan.fusion == "dbsf"
+                        else qm.RrfQuery(rrf=qm.Rrf(k=RRF_K, weights=list(plan.fusion_weights)))
+                    ),
                     limit=plan.limit,
                     with_payload=True,
                 )

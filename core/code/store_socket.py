@@ -193,6 +193,7 @@ def plan_json(plan: QueryPlan) -> dict[str, Any]:
         ],
         "limit": plan.limit,
         "fusion_weights": plan.fusion_weights,
+        "fusion": plan.fusion,
     }
 
 
@@ -212,10 +213,14 @@ def plan_from_json(data: Mapping[str, Any]) -> QueryPlan:
             )
         )
     weights = data["fusion_weights"]
+    fusion = data.get("fusion", "rrf")  # absent from an older client: it fused by rank
+    if fusion not in ("rrf", "dbsf"):
+        raise ValueError(f"unknown fusion {fusion!r}")
     return QueryPlan(
         tuple(legs),
         _bounded(data["limit"], "limit", 1, MAX_LIMIT),
         tuple(float(w) for w in weights) if weights is not None else None,
+        fusion,
     )
 
 

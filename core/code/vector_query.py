@@ -15,6 +15,14 @@ from typing import Any, Literal, Protocol
 
 DENSE: Literal["dense"] = "dense"
 SPARSE: Literal["sparse"] = "sparse"
+Fusion = Literal["rrf", "dbsf"]
+# How hybrid search fuses its legs: distribution-based score fusion (each leg's scores scaled by
+# their own mean and spread, then summed), not reciprocal rank fusion. RRF sees only ranks, so a
+# chunk one leg finds far ahead of everything else (an error message's words, a rare name) lost
+# to chunks that both legs ranked middling; DBSF keeps how far ahead it was. Chosen on the
+# search benchmark's tuning corpora and checked on its held-out corpus (bench/RESULTS.md,
+# issue 28). DBSF takes no weights: every leg counts alike.
+HYBRID_FUSION: Fusion = "dbsf"
 RRF_K = 60  # the usual constant: a list's top ranks matter, but no single list dominates
 LEG_LIMIT = 60  # candidates each leg contributes to the fusion
 # The exact-symbol leg: a chunk named by an identifier in the query gets a third list's vote.
@@ -89,12 +97,13 @@ class Leg:
 @dataclass(frozen=True, slots=True)
 class QueryPlan:
     """A search as the backends run it. With `fusion_weights` the legs are prefetches fused by
-    reciprocal rank fusion (k = `RRF_K`, one weight per leg); without, the single leg's own
-    scores are the result."""
+    `fusion`: reciprocal rank fusion (k = `RRF_K`, one weight per leg) or distribution-based
+    score fusion (the weights unused); without, the single leg's own scores are the result."""
 
     legs: tuple[Leg, ...]
     limit: int
     fusion_weights: tuple[float, ...] | None = None
+    fusion: Fusion = "rrf"
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,6 @@ process (`local`, the default; `core.code.edge_store`) or a Qdrant server (`serv
 from __future__ import annotations
 
 import asyncio
-import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -39,10 +38,12 @@ from core.code.embeddings import (
     aembed,
     collection_name,
 )
+from core.code.query_terms import bare_name, dense_text, query_identifiers
 from core.code.roles import ROLES, Role, rerank, role_of
 from core.code.sparse import Sparse, encode_document, encode_query
 from core.code.vector_query import (
     DENSE,
+    HYBRID_FUSION,
     LEG_LIMIT,
     RRF_K,
     SPARSE,
@@ -58,7 +59,6 @@ from core.code.vector_query import (
     VectorStoreError,
     Where,
 )
-from core.memory.ranking import STOPWORDS
 
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient
@@ -130,37 +130,6 @@ class SearchHit:
     end_line: int
     score: float
     role: str = "source"
-
-
-# -- symbols --------------------------------------------------------------------------------------
-_IDENT = re.compile(r"`([^`]+)`|([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)(\(\))?")
-_CAMEL = re.compile(r"[a-z0-9][A-Z]")
-
-
-def bare_name(symbol: str) -> str:
-    """`Client.send(self, request)` -> `send`; `webhooks.retry` -> `retry`; lower-cased."""
-    head = symbol.split("(", 1)[0]
-    return head.rsplit(".", 1)[-1].strip().lower()
-
-
-def query_identifiers(query: str) -> list[str]:
-    """Words of the query written like code: in backticks, with `_`, camelCase, dots or `()`.
-    Plain English words are left to the dense and sparse legs."""
-    names: list[str] = []
-    for match in _IDENT.finditer(query):
-        quoted, word, call = match.groups()
-        if quoted is not None:
-            candidates = [bare_name(quoted)] if re.fullmatch(r"[\w.()]+", quoted) else []
-        elif word is not None and (
-            "_" in word.strip("_") or "." in word or call or _CAMEL.search(word)
-        ):
-            candidates = [bare_name(word)]
-        else:
-            candidates = []
-        for name in candidates:
-            if name and name not in STOPWORDS and name not in names:
-                names.append(name)
-    return names
 
 
 def payload_of(chunk: ChunkLike) -> dict[str, Any]:
@@ -237,7 +206,7 @@ def plan_search(
     if names:
         legs.append(Leg(DENSE, dense_query, replace(where, names=tuple(names)), LEG_LIMIT))
         weights.append(SYMBOL_WEIGHT)
-    return QueryPlan(tuple(legs), limit, tuple(weights))
+    return QueryPlan(tuple(legs), limit, tuple(weights), HYBRID_FUSION)
 
 
 def _unit(row: F32) -> list[float]:
@@ -461,7 +430,12 @@ class VectorStore:
         sparse = encode_query(query)
         if mode == "sparse" and not sparse:
             return []
-        dense = None if mode == "sparse" else _unit((await self._embed([query]))[0])
+        dense = None
+        if mode != "sparse":
+            # Hybrid embeds the question without its frame (`dense_text`); the plain dense mode
+            # is the benchmark's baseline and embeds what was asked.
+            asked = dense_text(query) if mode == "hybrid" else query
+            dense = _unit((await self._embed([asked]))[0])
         names = query_identifiers(query) if mode == "hybrid" else []
         limit = max(k, RERANK_POOL) if mode == "hybrid" else k
         plan = plan_search(dense, sparse, names, repos=repos, roles=roles, limit=limit, mode=mode)

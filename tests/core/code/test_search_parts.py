@@ -11,9 +11,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from core.code.query_terms import dense_text
 from core.code.search import snippet
 from core.code.sparse import encode_document, encode_query, stem, term_id, terms
-from core.code.vectors import VectorStore, bare_name, payload_of, query_identifiers
+from core.code.vector_query import HYBRID_FUSION, SYMBOL_WEIGHT
+from core.code.vectors import VectorStore, bare_name, payload_of, plan_search, query_identifiers
 from tests.support.vector_scenario import SOURCE_FILES, BagOfWords, corpus, server_standin
 
 
@@ -72,6 +74,28 @@ def test_query_identifiers_are_only_code_looking_words() -> None:
         "load_config",
     ]
     assert query_identifiers("how do we retry failed webhooks") == []
+
+
+def test_the_dense_leg_embeds_the_question_without_its_frame() -> None:
+    assert dense_text("Where is the retry policy set?") == "retry policy set?"
+    assert dense_text("How do I create a user from a token") == "create a user from a token"
+    assert dense_text("Is there a converter for booleans?") == "converter for booleans?"
+    assert dense_text("what does BROTLI_PARAM_MODE change") == "BROTLI_PARAM_MODE change"
+    # Nothing but the frame, or no frame: unchanged.
+    assert dense_text("Where is it?") == "Where is it?"
+    assert dense_text("retry webhook") == "retry webhook"
+    assert dense_text("whereabouts of the config") == "whereabouts of the config"
+
+
+def test_a_hybrid_plan_weighs_its_legs() -> None:
+    sparse = encode_query("retry webhook")
+    plan = plan_search(
+        [1.0, 0.0], sparse, ["retry"], repos=None, roles=None, limit=10, mode="hybrid"
+    )
+    assert plan is not None and plan.fusion_weights == (1.0, 1.0, SYMBOL_WEIGHT)
+    assert plan.fusion == HYBRID_FUSION == "dbsf"
+    assert [leg.using for leg in plan.legs] == ["dense", "sparse", "dense"]
+    assert plan.legs[2].where.names == ("retry",)
 
 
 def test_payload_has_the_filterable_fields() -> None:

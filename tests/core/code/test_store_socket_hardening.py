@@ -19,7 +19,16 @@ import pytest
 
 from core.code.edge_store import EdgeBackend
 from core.code.socket_wire import MAX_DEPTH
-from core.code.store_socket import StoreServer, addressable, socket_path, token_path
+from core.code.sparse import encode_query
+from core.code.store_socket import (
+    StoreServer,
+    addressable,
+    plan_from_json,
+    plan_json,
+    socket_path,
+    token_path,
+)
+from core.code.vectors import plan_search
 from core.logcontext import RequestContext, RequestContextFilter, request_scope
 
 DIMENSION = 4
@@ -259,3 +268,17 @@ async def test_a_client_that_never_greets_is_let_go(
         await server.close()
         await backend.close()
     no_tracebacks(logged)
+
+
+def test_a_plan_keeps_its_fusion_over_the_wire() -> None:
+    sparse = encode_query("retry webhook")
+    hybrid = plan_search(
+        [0.5, 0.5], sparse, ["retry"], repos=["a"], roles=None, limit=5, mode="hybrid"
+    )
+    assert hybrid is not None and hybrid.fusion == "dbsf"
+    assert plan_from_json(json.loads(json.dumps(plan_json(hybrid)))) == hybrid
+    older = plan_json(hybrid)
+    del older["fusion"]  # a client from before DBSF fused by rank
+    assert plan_from_json(older).fusion == "rrf"
+    with pytest.raises(ValueError, match="unknown fusion 'mean'"):
+        plan_from_json({**plan_json(hybrid), "fusion": "mean"})
