@@ -1,10 +1,13 @@
-"""Code-search quality: ripgrep, BM25, dense, sparse and hybrid side by side, on two corpora.
+"""Code-search quality: ripgrep, BM25, dense, sparse and hybrid side by side, on three corpora.
 
-    OPENBLAS_NUM_THREADS=1 .venv/bin/python bench/search_quality.py [--corpus wheels,repos]
-        [--systems rg,bm25s,bm25s-split,dense,sparse,hybrid] [--verbose] [--json]
-        [--append bench/RESULTS.md]
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python bench/search_quality.py
+        [--corpus wheels,repos,held-out] [--systems rg,bm25s,bm25s-split,dense,sparse,hybrid]
+        [--verbose] [--json] [--append bench/RESULTS.md] [--check-queries FILE]
 
-Both corpora run by default, one after the other, in one report.
+Every corpus runs by default, one after the other, in one report. `wheels` and `repos` are the
+**tuning** corpora: ranking changes are chosen on them. `held-out` is the check: no ranking
+change is chosen by its figures (each time one is looked at, the report says so in RESULTS.md;
+a split looked at too often stops being held out, and then a new one is written).
 
 **wheels**: the pure-Python sources of a few pinned PyPI packages (`PACKAGES`). The first run
 fetches their wheels with `pip download --no-deps` into bench/.cache/wheels and unpacks the `.py`
@@ -20,6 +23,15 @@ bench/.cache/repos on the first run (`npm pack`, `apt-get download` + `dpkg-deb 
 `chunk_file`). Queries: bench/search_queries_repos.json; questions with `"asks"` (test, docs,
 example) want a file of that role and are scored apart from the "where in the code" questions.
 
+**held-out**: whole projects from PyPI source distributions (which carry their tests, docs and
+examples), in Python (attrs, pluggy, itsdangerous, tomlkit) and C (Brotli with its tools and
+Python binding; cmark-gfm, the tree cmarkgfm vendors), fetched by
+bench/search_quality_repos.py (`pip download --no-binary=:all:`) into
+bench/.cache/repos/held-out-src. Queries: bench/search_queries_held_out.json, 50 questions
+written from the code by people who ran no system on them (paraphrase, identifier and vague
+styles; some ask for tests or docs). `--check-queries FILE` resolves a question file's gold
+against this corpus and stops.
+
 Queries are natural-language questions written from reading the code (before any system was
 run), each with one or more gold locations (repo, path, and a symbol, an explicit line range or
 `whole_file`). A symbol is resolved at load time to the chunk(s) whose symbol (its part before
@@ -32,7 +44,9 @@ bodies elided) only counts when the gold location is itself a class or a line ra
 count for a method inside it (a second table applies the plain overlap rule, where it does).
 A query's rank is that of its first hit in the top 10. Recall@k = share of queries with a hit in
 the top k; MRR@10 = mean of 1/rank (0 past 10). Metrics are given overall and per language (a
-query's language is its repository's).
+query's language is its repository's) and per question style (paraphrase, identifier, vague).
+**Files**: the rank of the first gold file among the distinct files of the top 10, for
+questions whose answer is "which file".
 
 **Top-5 roles**: what the systems put in their top 5 for the "where in the code" questions, by
 the role of each result's file (source, test, docs, example, other) as the bench reads it from the

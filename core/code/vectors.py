@@ -6,7 +6,8 @@ point id is the chunk's SQL id) with two named vectors: `dense` (the embedder's,
 `sparse` (identifier-aware terms, `core.code.sparse`, with Qdrant's IDF modifier), and a payload
 of repo/path/language/symbol/kind/lines/role (the text stays in SQL).
 
-Hybrid search fuses three ranked lists with reciprocal rank fusion: dense neighbours, sparse
+Hybrid search fuses three lists by distribution-based score fusion (`HYBRID_FUSION`): dense
+neighbours of the question without its frame (`core.code.query_terms.dense_text`), sparse
 (lexical) matches, and chunks whose symbol name is an identifier written in the query (the
 exact-symbol leg), each filtered by repository and, if asked, by role. The fused candidates are
 then reranked by role (`core.code.roles.rerank`): source is preferred, tests/docs/examples win
