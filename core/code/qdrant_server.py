@@ -2,9 +2,10 @@
 
 For teams whose processes or machines share one index. The query is the same `QueryPlan` as
 the embedded store's (`core.code.vector_query`), sent as one `query_points` call: the legs as
-prefetches with their filters, fused server-side as the plan says (DBSF for hybrid search). Tests drive this backend with
-qdrant-client's local mode (`AsyncQdrantClient(location=":memory:")`) standing in for a server;
-that mode has no payload indexes, hence `payload_indexes=False` there.
+prefetches with their filters, fused server-side as the plan says (DBSF for hybrid search).
+Tests drive this backend with qdrant-client's local mode
+(`AsyncQdrantClient(location=":memory:")`) standing in for a server; that mode has no payload
+indexes, hence `payload_indexes=False` there.
 """
 
 from __future__ import annotations
