@@ -151,7 +151,8 @@ async def search_alone(
 async def _open_early(search: CodeSearch, embedder: object) -> None:
     """Open the store and load a local model in worker threads while the schema is checked:
     their file reads and native code overlap the imports the check makes on the main thread
-    (about a fifth of a one-shot search). A failure is left for the search to meet and say."""
+    (the two were about a quarter of a one-shot search, bench/RESULTS.md). A failure is left
+    for the search to meet and say."""
     load = getattr(embedder, "load", None)  # a local model; a remote one has nothing to load
     jobs = [search.store(), *([asyncio.to_thread(load)] if callable(load) else [])]
     await asyncio.gather(*jobs, return_exceptions=True)
