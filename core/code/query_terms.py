@@ -43,7 +43,7 @@ def query_identifiers(query: str) -> list[str]:
 # search benchmark's tuning corpora (bench/RESULTS.md, issue 28), embedding the rest found the
 # answer more often and never less. The sparse leg drops these words as stopwords anyway.
 _FRAME = re.compile(
-    r"^\s*(?:where|how|what|which|why|when|who|is there|are there)\b[^\w]*"
+    r"^\s*(?:where|how|what|which|why|when|who|is there|are there)(?:['’](?:s|re)\b)?\b[^\w]*"
     r"(?:(?:is|are|was|were|does|do|did|can|could|should|would|the|a|an|i|we|you|it|there)"
     r"\b\s*)*",
     re.IGNORECASE,

@@ -81,6 +81,8 @@ def test_the_dense_leg_embeds_the_question_without_its_frame() -> None:
     assert dense_text("How do I create a user from a token") == "create a user from a token"
     assert dense_text("Is there a converter for booleans?") == "converter for booleans?"
     assert dense_text("what does BROTLI_PARAM_MODE change") == "BROTLI_PARAM_MODE change"
+    assert dense_text("Where's the config loaded?") == "config loaded?"
+    assert dense_text("What’re the defaults of the pool") == "defaults of the pool"
     # Nothing but the frame, or no frame: unchanged.
     assert dense_text("Where is it?") == "Where is it?"
     assert dense_text("retry webhook") == "retry webhook"
