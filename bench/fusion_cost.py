@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.machine import (  # noqa: E402  # noqa: E402
+from bench.machine import (  # noqa: E402
     append_section,
     cpu_model,
     load_avg,
@@ -36,15 +36,14 @@ from bench.machine import (  # noqa: E402  # noqa: E402
 )
 from bench.search_speed import (  # noqa: E402
     DATA_DIR,
-    REPO_NAME,
     corpus_vocabulary,
+    hybrid_plans,
     make_app,
     make_queries,
 )
 from core.code.query_terms import dense_text  # noqa: E402
-from core.code.sparse import encode_query  # noqa: E402
 from core.code.vector_query import Fusion, QueryPlan  # noqa: E402
-from core.code.vectors import RERANK_POOL, plan_search, query_identifiers  # noqa: E402
+from core.code.vectors import RERANK_POOL  # noqa: E402
 
 
 async def plans(data_dir: Path, n: int) -> list[QueryPlan]:
@@ -53,20 +52,7 @@ async def plans(data_dir: Path, n: int) -> list[QueryPlan]:
         store = await app.search.store()
         queries = make_queries(n, *await corpus_vocabulary(app))
         vectors = store.embedder.embed([dense_text(q) for q in queries])
-        out = []
-        for query, vector in zip(queries, vectors, strict=True):
-            plan = plan_search(
-                [float(x) for x in vector / max(float((vector**2).sum()) ** 0.5, 1e-12)],
-                encode_query(query),
-                query_identifiers(query),
-                repos=[REPO_NAME],
-                roles=None,
-                limit=RERANK_POOL,
-                mode="hybrid",
-            )
-            assert plan is not None
-            out.append(plan)
-        return out
+        return hybrid_plans(queries, vectors)
     finally:
         await app.aclose()
 

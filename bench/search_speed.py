@@ -64,7 +64,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -81,6 +81,9 @@ from bench.machine import (  # noqa: E402
     threadline_version,
 )
 from bot.app import App, build_app  # noqa: E402
+
+if TYPE_CHECKING:
+    from core.code.vector_query import QueryPlan
 from config.settings import DEFAULT_POLICY_FILE, load_settings  # noqa: E402
 
 CACHE = ROOT / "bench" / ".cache" / "speed"
@@ -460,9 +463,30 @@ async def first_search(app: App, query: str) -> dict[str, Any]:
     }
 
 
-async def search_latency(app: App, queries: Sequence[str]) -> dict[str, Any]:
+def hybrid_plans(queries: Sequence[str], vectors: Sequence[Any]) -> list[QueryPlan]:
+    """Each query's hybrid `QueryPlan` over the speed repo, as the store runs it, from the
+    query's precomputed dense vector (normalised here, as `VectorStore.search` does)."""
     from core.code.sparse import encode_query
     from core.code.vectors import RERANK_POOL, plan_search, query_identifiers
+
+    plans = []
+    for q, v in zip(queries, vectors, strict=True):
+        unit = (v / max(float((v**2).sum()) ** 0.5, 1e-12)).tolist()
+        plan = plan_search(
+            unit,
+            encode_query(q),
+            query_identifiers(q),
+            repos=[REPO_NAME],
+            roles=None,
+            limit=RERANK_POOL,
+            mode="hybrid",
+        )
+        assert plan is not None
+        plans.append(plan)
+    return plans
+
+
+async def search_latency(app: App, queries: Sequence[str]) -> dict[str, Any]:
 
     store = await app.search.store()
     for q in queries[1 : 1 + WARMUP]:
@@ -490,20 +514,7 @@ async def search_latency(app: App, queries: Sequence[str]) -> dict[str, Any]:
             )
             ms_list.append(ms)
         out[f"store_{mode}"] = dist(ms_list)
-    plans = []
-    for q, v in zip(queries, vectors, strict=True):
-        unit = (v / max(float((v**2).sum()) ** 0.5, 1e-12)).tolist()
-        plan = plan_search(
-            unit,
-            encode_query(q),
-            query_identifiers(q),
-            repos=[REPO_NAME],
-            roles=None,
-            limit=RERANK_POOL,
-            mode="hybrid",
-        )
-        assert plan is not None
-        plans.append(plan)
+    plans = hybrid_plans(queries, vectors)
     ms_list = []
     for plan in plans:
         ms, _ = await timed_ms(lambda plan=plan: store.backend.query(plan))

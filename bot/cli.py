@@ -152,14 +152,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "db":
             return asyncio.run(_db(args, settings))
         if args.command == "search":
-            answered = _search_through_holder(args, settings)
-            if answered is not None:
-                return answered
-            from bot.code_cli import search_alone
+            from bot.code_cli import SearchAsk, search
 
-            return asyncio.run(
-                search_alone(settings, args.query, args.repo, args.k, args.json, roles=args.role)
-            )
+            return search(settings, SearchAsk(args.query, args.repo, args.k, args.json, args.role))
         return asyncio.run(dispatch(args, settings))
     except KeyboardInterrupt:
         return EXIT_OK
@@ -167,21 +162,6 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
-
-
-def _search_through_holder(args: argparse.Namespace, settings: Settings) -> int | None:
-    """`threadline search` beside a bot holding the embedded vector store is answered by the
-    bot, before the app is built (the database, NumPy and the embedder are never imported);
-    None: search in this process."""
-    from bot.code_cli import search_through_holder, search_usage_error
-
-    problem = search_usage_error(args.query, args.k)
-    if problem is not None:
-        print(problem, file=sys.stderr)
-        return EXIT_CONFIG
-    return search_through_holder(
-        settings, args.query, args.repo, args.k, args.json, roles=args.role
-    )
 
 
 def _valid_text_arguments(args: argparse.Namespace) -> None:

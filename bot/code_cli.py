@@ -12,18 +12,19 @@ import asyncio
 import json
 import logging
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Sequence
+    from collections.abc import Awaitable, Sequence
     from pathlib import Path
 
     from bot.app import App
     from config.settings import Settings
+    from core.code.embeddings import Embedder
     from core.code.graph.query import Section
-    from core.code.repos import RepoStore
     from core.code.results import CodeResult
     from core.code.search import CodeSearch
     from core.store.models import Repo
@@ -79,53 +80,39 @@ async def index_command(app: App, source: str, name: str | None) -> int:
     return EXIT_OK
 
 
-async def search_command(
-    repos: RepoStore,
-    search: CodeSearch,
-    query: str,
-    repo: str | None,
-    k: int,
-    as_json: bool,
-    *,
-    roles: Sequence[str] | None = None,
-) -> int:
-    """`threadline search`: the operator's view of hybrid search over every repository
-    (`roles`: only files of these roles)."""
-    from core.code.vectors import VectorStoreError
+@dataclass(frozen=True, slots=True)
+class SearchAsk:
+    """What `threadline search` was asked (`roles`: only files of these roles)."""
 
-    problem = search_usage_error(query, k)
+    query: str
+    repo: str | None
+    k: int
+    as_json: bool
+    roles: Sequence[str] | None = None
+
+
+def search(settings: Settings, ask: SearchAsk) -> int:
+    """`threadline search`: the operator's view of hybrid search over every repository. The
+    process holding the embedded store (the bot) answers it when one runs; otherwise this
+    process searches (`search_alone`)."""
+    problem = search_usage_error(ask.query, ask.k)
     if problem is not None:
         print(problem, file=sys.stderr)
         return EXIT_USAGE
-    names = [r.name for r in await repos.all()]
-    if repo is not None:
-        if repo not in names:
-            return _unknown_repo(repo, names)
-        names = [repo]
-    try:
-        results = await search.search(query, names, k=k, roles=roles)
-    except VectorStoreError as exc:
-        print(f"search: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    return print_results(results, as_json=as_json, searched=bool(names))
+    answered = search_through_holder(settings, ask)
+    if answered is not None:
+        return answered
+    return asyncio.run(search_alone(settings, ask))
 
 
-async def search_alone(
-    settings: Settings,
-    query: str,
-    repo: str | None,
-    k: int,
-    as_json: bool,
-    *,
-    roles: Sequence[str] | None = None,
-) -> int:
-    """`threadline search` when no process holding the store answered it: this process opens
-    the database and the store itself. It builds only what search needs
-    (`bot.code_parts`), not the app: the chat model, the features and their commands would
-    cost more to import than the search takes."""
+async def search_alone(settings: Settings, ask: SearchAsk) -> int:
+    """The search in this process, with the database and the store opened here. It builds
+    only what search needs (`bot.code_parts`), not the app: the chat model, the features and
+    their commands would cost more to import than the search takes."""
     from bot.code_parts import build_embedder, code_search
     from bot.dispatch_cli import EXIT_CONFIG, database_ready
     from core.code.repos import RepoStore
+    from core.code.vectors import VectorStoreError
     from core.errors import ConfigError
     from core.store.engine import Database
 
@@ -141,20 +128,32 @@ async def search_alone(
         if not await database_ready(db):
             return EXIT_FAILED
         await early
-        repos = RepoStore(db, settings.data_dir / "repos")
-        return await search_command(repos, search, query, repo, k, as_json, roles=roles)
+        names = [r.name for r in await RepoStore(db, settings.data_dir / "repos").all()]
+        if ask.repo is not None:
+            if ask.repo not in names:
+                return _unknown_repo(ask.repo, names)
+            names = [ask.repo]
+        try:
+            results = await search.search(ask.query, names, k=ask.k, roles=ask.roles)
+        except VectorStoreError as exc:
+            print(f"search: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        return print_results(results, as_json=ask.as_json, searched=bool(names))
     finally:
         await search.aclose()
         await db.dispose()
 
 
-async def _open_early(search: CodeSearch, embedder: object) -> None:
+async def _open_early(search: CodeSearch, embedder: Embedder) -> None:
     """Open the store and load a local model in worker threads while the schema is checked:
     their file reads and native code overlap the imports the check makes on the main thread
     (the two were about a quarter of a one-shot search, bench/RESULTS.md). A failure is left
     for the search to meet and say."""
-    load = getattr(embedder, "load", None)  # a local model; a remote one has nothing to load
-    jobs = [search.store(), *([asyncio.to_thread(load)] if callable(load) else [])]
+    from core.code.embeddings import LocalMiniLM
+
+    jobs: list[Awaitable[object]] = [search.store()]
+    if isinstance(embedder, LocalMiniLM):  # a remote model has nothing to load
+        jobs.append(asyncio.to_thread(embedder.load))
     await asyncio.gather(*jobs, return_exceptions=True)
 
 
@@ -169,15 +168,7 @@ def search_usage_error(query: str, k: int) -> str | None:
     return None
 
 
-def search_through_holder(
-    settings: Settings,
-    query: str,
-    repo: str | None,
-    k: int,
-    as_json: bool,
-    *,
-    roles: Sequence[str] | None = None,
-) -> int | None:
+def search_through_holder(settings: Settings, ask: SearchAsk) -> int | None:
     """`threadline search` answered by the process holding the embedded vector store (the
     bot), before this one imports the database, NumPy or the embedder; None when no holder
     answered it (none runs, it refused, anything failed): then search in this process."""
@@ -191,10 +182,10 @@ def search_through_holder(
         return None
     request = {
         "op": "search",
-        "query": query,
-        "repos": [repo] if repo is not None else None,
-        "k": k,
-        "roles": list(roles) if roles is not None else None,
+        "query": ask.query,
+        "repos": [ask.repo] if ask.repo is not None else None,
+        "k": ask.k,
+        "roles": list(ask.roles) if ask.roles is not None else None,
     }
     try:
         answer = socket_wire.ask(shard, request, timeout=HOLDER_TIMEOUT)
@@ -202,7 +193,7 @@ def search_through_holder(
         if answer.get("ok"):
             results = [CodeResult.from_wire(row) for row in answer["results"]]
             searched = bool(answer["repos"])
-        elif repo is not None and answer.get("unknown_repo") == repo:
+        elif ask.repo is not None and answer.get("unknown_repo") == ask.repo:
             known = [str(name) for name in answer["known"]]
         else:
             log.debug("the holder could not search: %s", answer.get("error"))
@@ -211,9 +202,9 @@ def search_through_holder(
         log.debug("no search through the holder of the vector store: %r", exc)
         return None
     if results is None:
-        assert repo is not None
-        return _unknown_repo(repo, known)
-    return print_results(results, as_json=as_json, searched=searched)
+        assert ask.repo is not None
+        return _unknown_repo(ask.repo, known)
+    return print_results(results, as_json=ask.as_json, searched=searched)
 
 
 def embedded_shard(settings: Settings) -> Path:
