@@ -33,26 +33,23 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import Coroutine
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 from core.code.vectors import VectorStoreError
 from core.operator.processes import BEAT_EVERY, ProcessBoard, ProcessInfo
 from core.outbox.drain import owner_id
+from core.shielded import to_the_end
 
 if TYPE_CHECKING:
     from bot.app import App
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
 VECTOR_CATCH_UP_EVERY = 60.0
 HOLD_STORE_AFTER = 0.2
 HOLD_STORE_RETRY = 2.0
 HOLD_STORE_RETRIES = 5
-FINISH_WITHIN = 5.0  # seconds a pass cancelled by the process's stop may take to finish
 SKILLS_CHECK_EVERY = 2.0
 GAUGES_EVERY = 15.0
 
@@ -112,23 +109,11 @@ async def hold_from_start(
     # the store held): a process that fails at once stops without opening it.
     await asyncio.sleep(after)
     for _ in range(retries):
-        if await _to_the_end(hold_vector_store(app)) is not False:
+        # To the end when the process stops meanwhile: the store's open finishes in its
+        # thread anyway, and the app's close waits for it.
+        if await to_the_end(hold_vector_store(app)) is not False:
             return
         await asyncio.sleep(retry)
-
-
-async def _to_the_end(work: Coroutine[Any, Any, T]) -> T:
-    """`work`, finished even when this task is cancelled meanwhile (then cancelled after it),
-    within `FINISH_WITHIN`: a cut query would leave the pool a connection to clean up, and
-    the store's open finishes in its thread anyway (the app's close waits for it)."""
-    task = asyncio.ensure_future(work)
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        # Bounded: a database that stopped answering must not hold up the process's stop.
-        await asyncio.wait([task], timeout=FINISH_WITHIN)
-        task.cancel()
-        raise
 
 
 async def keep_vectors_in_step(app: App, every: float = VECTOR_CATCH_UP_EVERY) -> None:
@@ -136,7 +121,7 @@ async def keep_vectors_in_step(app: App, every: float = VECTOR_CATCH_UP_EVERY) -
     while True:
         await asyncio.sleep(every)
         try:
-            await _to_the_end(hold_vector_store(app))
+            await to_the_end(hold_vector_store(app))
             await catch_up_vectors(app)
         except Exception:  # the loop must outlive one bad pass (database blip...)
             log.exception("catching up vectors failed")

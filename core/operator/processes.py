@@ -83,7 +83,6 @@ class ProcessBoard:
             await connection.execute(
                 delete(ProcessBeat).where(col(ProcessBeat.seen_at) < now - FORGET_AFTER)
             )
-            await s.commit()
 
     async def gone(self, process_id: str) -> None:
         from core.store.models import ProcessBeat
@@ -92,7 +91,6 @@ class ProcessBoard:
             await (await s.connection()).execute(
                 delete(ProcessBeat).where(col(ProcessBeat.id) == process_id)
             )
-            await s.commit()
 
     async def live(self) -> list[ProcessInfo]:
         """The processes seen within `STALE_AFTER`, oldest first."""

@@ -12,11 +12,13 @@ import logging
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.backoff import Backoff
 from core.errors import ConfigError
+from core.shielded import to_the_end
 from core.store.schema import (
     DERIVED_TABLES,
     SchemaChange,
@@ -54,6 +56,28 @@ _LOCKED_ATTEMPTS = 5
 # Another process is migrating: 50 ms doubling, with jitter so waiting processes spread out.
 SCHEMA_LOCKED = Backoff(first=0.05, limit=5.0)
 _DDL_LOCK = 0x7468726561646C6E  # any constant bigint: "threadln" in ASCII
+
+
+@cache
+def _session_class() -> type[AsyncSession]:
+    """SQLModel's session whose commit, rollback and close run to the end when the task is
+    cancelled meanwhile (a process's stop cancels its tasks wherever they are), the
+    cancellation going on after them (`core.shielded`): a commit cut halfway has no known
+    outcome, and a cut rollback left the pool to reset the connection itself, which it logs as
+    an error with a traceback. Made on first use: SQLAlchemy is imported lazily."""
+    from sqlmodel.ext.asyncio.session import AsyncSession
+
+    class FinishingSession(AsyncSession):
+        async def commit(self) -> None:
+            await to_the_end(super().commit())
+
+        async def rollback(self) -> None:
+            await to_the_end(super().rollback())
+
+        async def close(self) -> None:
+            await to_the_end(super().close())
+
+    return FinishingSession
 
 
 class DatabaseURLError(ConfigError, ValueError):
@@ -279,13 +303,21 @@ class Database:
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[AsyncSession]:
-        """A session in one transaction: committed on success, rolled back on any error."""
-        from sqlmodel.ext.asyncio.session import AsyncSession
-
+        """A session in one transaction: committed on success, rolled back on any error. Its
+        commit, rollback and close run to the end even when the task is cancelled meanwhile
+        (`_session_class`)."""
         await self.create_all()
-        async with AsyncSession(self.engine, expire_on_commit=False) as session:
-            async with session.begin():
+        session = _session_class()(self.engine, expire_on_commit=False)
+        try:
+            await session.begin()
+            try:
                 yield session
+            except BaseException:
+                await session.rollback()
+                raise
+            await session.commit()
+        finally:
+            await session.close()
 
     async def insert_rows(self, session: Any, table: Any, rows: list[dict[str, Any]]) -> None:
         """Many rows (dicts with the same keys) into `table`, in `session`'s transaction: a
