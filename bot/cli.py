@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from bot import console_cli, process_cli
 from bot.dispatch_cli import dispatch
+from bot.heap import limit_malloc_arenas
 
 # Light (no third-party imports): every start-up failure is a ConfigError, caught by family.
 from core.errors import ConfigError
@@ -115,9 +116,14 @@ def build_parser() -> argparse.ArgumentParser:
 # Filesystem paths keep their exact bytes: `os` functions round-trip surrogateescape'd names.
 _PATH_ARGUMENTS = frozenset({"source", "dirs"})
 
+# Commands whose process may index and embed (bot.heap).
+_EMBEDDING = frozenset({"run", "serve", "worker", "chat", "index"})
+
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command in _EMBEDDING:  # first: before anything starts a thread
+        limit_malloc_arenas()
     _valid_text_arguments(args)
     _valid_output(as_json=bool(getattr(args, "json", False)))
     if args.command == "skills" and args.dirs:  # a folder of skills needs no configuration
