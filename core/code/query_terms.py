@@ -1,9 +1,11 @@
 """What a search question is made of, for the vector store's query plan: the identifiers written
-in it (the exact-symbol leg) and the text its dense leg embeds."""
+in it (the exact-symbol leg), the text its dense leg embeds, and the phrases it quotes (an
+error message or a log line pasted between quotes, which a chunk either contains or not)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from core.memory.ranking import STOPWORDS
 
@@ -55,3 +57,57 @@ def dense_text(query: str) -> str:
     retry policy set?" -> "retry policy set?"); unchanged when nothing else would be left."""
     rest = _FRAME.sub("", query, count=1)
     return rest if rest.strip(" ?.!") else query
+
+
+# A quoted span: double quotes (straight or curly) anywhere; single quotes only where they open
+# after a space or bracket and close before one, so that "don't ... isn't" is not a span.
+_QUOTED = re.compile(
+    r'"([^"\n]{4,300})"|“([^”\n]{4,300})”|‘([^’\n]{4,300})’'
+    r"|(?:(?<=^)|(?<=[\s(\[{:=,]))'([^'\n]{4,300})'(?=$|[\s)\]}.,;:?!])"
+)
+# Where a user elides the variable parts of a message ("Signature age ... > ... seconds").
+_ELLIPSIS = re.compile(r"\.\.\.+|…")
+# A string literal continued on the next line: "...with a "  "default value" (Python, C) or
+# "...with a " + "default value" (JavaScript, Java), f"..." too, read as the one message.
+_CONTINUED = re.compile(r"""(["'])\s*\+?\s*\n\s*\+?\s*[rRbBuUfF]{0,2}\1""")
+_SPACE = re.compile(r"\s+")
+MIN_PHRASE_CHARS = 12  # shorter quotes ("id", 'utf-8') are words, not messages
+MIN_FRAGMENT_CHARS = 3
+
+
+def quoted_phrases(query: str) -> list[tuple[str, ...]]:
+    """The messages the question quotes, each as its literal fragments (split where the user
+    wrote "..." for a variable part), lower-cased with spaces collapsed: `literal_text` is what
+    they are looked for in. Quotes shorter than `MIN_PHRASE_CHARS` are left to the other legs."""
+    phrases: list[tuple[str, ...]] = []
+    for match in _QUOTED.finditer(query):
+        span = next(group for group in match.groups() if group is not None)
+        if len(span.strip()) < MIN_PHRASE_CHARS:
+            continue
+        fragments = tuple(
+            part
+            for part in (
+                _SPACE.sub(" ", piece).strip().casefold() for piece in _ELLIPSIS.split(span)
+            )
+            if len(part) >= MIN_FRAGMENT_CHARS
+        )
+        if fragments and fragments not in phrases:
+            phrases.append(fragments)
+    return phrases
+
+
+def literal_text(text: str) -> str:
+    """A chunk's text as quoted phrases are matched against it: string literals continued over
+    lines joined, lower-cased, spaces collapsed."""
+    return _SPACE.sub(" ", _CONTINUED.sub("", text)).casefold()
+
+
+def contains_phrase(literal: str, fragments: Sequence[str]) -> bool:
+    """Whether `literal` (a `literal_text`) holds every fragment, in order."""
+    at = 0
+    for fragment in fragments:
+        found = literal.find(fragment, at)
+        if found < 0:
+            return False
+        at = found + len(fragment)
+    return True

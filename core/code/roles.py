@@ -167,12 +167,14 @@ def rerank(
     *,
     rescore: Callable[[R, float], R],
     role: Callable[[R], Role] | None = None,
+    quoting: Callable[[R], bool] | None = None,
 ) -> list[R]:
     """The best `k` of `hits` (fused candidates, best first) once roles are weighed in: each
     score is multiplied by its role's weight (`weight`), and a class outline never ranks above
     one of its own methods that is among the candidates (the method is what answers).
     `rescore(hit, score)` returns the hit with the new score; `role(hit)` defaults to the
-    role of its path."""
+    role of its path. Hits for which `quoting(hit)` holds (they contain a message the question
+    quotes) rank ahead of all others, in the same order among themselves."""
     asked = asked_roles(query)
     role_for = role or (lambda h: role_of(h.path))
     scored = [(h, h.score * weight(role_for(h), asked)) for h in hits]
@@ -189,5 +191,6 @@ def rerank(
                 score = method * 0.999
         adjusted.append((h, score))
     # Equal scores are ordered by place, not by the order the engine happened to return them.
-    adjusted.sort(key=lambda pair: (-pair[1], pair[0].path, pair[0].symbol))
+    quoted = quoting or (lambda _: False)
+    adjusted.sort(key=lambda pair: (not quoted(pair[0]), -pair[1], pair[0].path, pair[0].symbol))
     return [rescore(h, score) for h, score in adjusted[:k]]

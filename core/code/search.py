@@ -321,6 +321,38 @@ class CodeSearch:
             await self._mark_synced(repo.id, wanted)
         return SyncResult(embedded=done, deleted=len(stale), relabelled=len(relabel))
 
+    async def _texts(self, ids: Sequence[int], repos: Sequence[str]) -> dict[int, str]:
+        """The texts of chunks `ids` of `repos`, as they may be shown: chunks are redacted when
+        they are made, and rows of a repository whose chunks predate that (not re-indexed
+        since) are redacted here. A quoted message is matched against these too, so that a
+        secret cannot be confirmed by quoting it."""
+        from sqlmodel import col, select
+
+        from core.store.models import CodeChunk, Repo, RepoChunkFormat
+
+        if not ids:
+            return {}
+        async with self._db.session() as s:
+            rows = (await s.exec(select(CodeChunk).where(col(CodeChunk.id).in_(ids)))).all()
+            stmt = (
+                select(Repo.id, RepoChunkFormat.version)
+                .join(RepoChunkFormat, isouter=True)
+                .where(col(Repo.name).in_(list(repos)))
+            )
+            current = {
+                repo_id
+                for repo_id, version in (await s.exec(stmt)).all()
+                if version == CHUNK_FORMAT
+            }
+
+        def texts_of() -> dict[int, str]:
+            return {
+                int(r.id or 0): r.text if r.repo_id in current else redact(r.text, r.path)
+                for r in rows
+            }
+
+        return await asyncio.to_thread(texts_of)
+
     async def search(
         self,
         query: str,
@@ -334,7 +366,7 @@ class CodeSearch:
         keeps only chunks of those roles (None: every role)."""
         from sqlmodel import col, select
 
-        from core.store.models import CodeChunk, Repo, RepoChunkFormat
+        from core.store.models import Repo
 
         if not repos:
             return []
@@ -345,28 +377,15 @@ class CodeSearch:
                 roles=list(roles) if roles is not None else None,
                 k=min(max(k, 1), MAX_TOP_K),
                 mode=mode,
+                texts=lambda ids: self._texts(ids, repos),
             )
         )
         if not hits:
             return []
+        texts = await self._texts([h.chunk_id for h in hits], repos)
         async with self._db.session() as s:
-            ids = [h.chunk_id for h in hits]
-            rows = (await s.exec(select(CodeChunk).where(col(CodeChunk.id).in_(ids)))).all()
-            stmt = (
-                select(Repo.id, Repo.name, Repo.root, RepoChunkFormat.version)
-                .join(RepoChunkFormat, isouter=True)
-                .where(col(Repo.name).in_(list(repos)))
-            )
-            found = (await s.exec(stmt)).all()
-        roots = {name: Path(root) for _, name, root, _ in found}
-        # Chunks are redacted when they are made; rows of a repository whose chunks predate
-        # that (not re-indexed since) are redacted here.
-        current = {repo_id for repo_id, _, _, version in found if version == CHUNK_FORMAT}
-
-        def texts_of() -> dict[int | None, str]:
-            return {r.id: r.text if r.repo_id in current else redact(r.text, r.path) for r in rows}
-
-        texts = await asyncio.to_thread(texts_of)
+            stmt = select(Repo.name, Repo.root).where(col(Repo.name).in_(list(repos)))
+            roots = {name: Path(root) for name, root in (await s.exec(stmt)).all()}
         # A hit whose chunk is gone from SQL was re-indexed since: leave it out.
         results = [
             CodeResult(

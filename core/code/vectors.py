@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
@@ -39,7 +39,14 @@ from core.code.embeddings import (
     aembed,
     collection_name,
 )
-from core.code.query_terms import bare_name, dense_text, query_identifiers
+from core.code.query_terms import (
+    bare_name,
+    contains_phrase,
+    dense_text,
+    literal_text,
+    query_identifiers,
+    quoted_phrases,
+)
 from core.code.roles import ROLES, Role, rerank, role_of
 from core.code.sparse import Sparse, encode_document, encode_query
 from core.code.vector_query import (
@@ -79,6 +86,7 @@ __all__ = [
     "PointState",
     "SearchHit",
     "StoreHeld",
+    "TextLookup",
     "VectorStore",
     "VectorStoreError",
     "bare_name",
@@ -170,6 +178,26 @@ def _hit(point: Scored) -> SearchHit:
         score=point.score,
         role=_role(payload, path),
     )
+
+
+# Reads chunks' texts by chunk id (ids it does not know are left out).
+TextLookup = Callable[[Sequence[int]], Awaitable[Mapping[int, str]]]
+
+
+async def _quoting(query: str, hits: Sequence[SearchHit], texts: TextLookup | None) -> set[int]:
+    """The ids of `hits` whose text contains a message `query` quotes (`quoted_phrases`). A
+    pasted error message is exact evidence: the fused ranking weighs its words like any others,
+    and lost the chunk that raises it to chunks the dense leg liked better."""
+    phrases = quoted_phrases(query)
+    if not phrases or texts is None or not hits:
+        return set()
+    found = await texts([h.chunk_id for h in hits])
+    quoting = set()
+    for chunk_id, text in found.items():
+        literal = literal_text(text)
+        if any(contains_phrase(literal, fragments) for fragments in phrases):
+            quoting.add(chunk_id)
+    return quoting
 
 
 def _encode_documents(texts: Sequence[str]) -> list[Sparse]:
@@ -415,9 +443,12 @@ class VectorStore:
         roles: Sequence[str] | None = None,
         k: int = 10,
         mode: Mode = "hybrid",
+        texts: TextLookup | None = None,
     ) -> list[SearchHit]:
         """The `k` best chunks for `query` in `repos` with one of `roles` (None: any; []:
-        nothing). See the module docstring for the modes."""
+        nothing). See the module docstring for the modes. `texts` reads chunks' texts by id
+        (the store keeps none): hybrid search with it ranks first the candidates that contain
+        a message the question quotes."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
         if (
@@ -445,10 +476,12 @@ class VectorStore:
         hits = [_hit(p) for p in await self._backend.query(plan)]
         if mode != "hybrid":
             return hits
+        quoting = await _quoting(query, hits, texts)
         return rerank(
             hits,
             query,
             k,
             rescore=lambda h, score: replace(h, score=score),
             role=lambda h: cast(Role, h.role),
+            quoting=lambda h: h.chunk_id in quoting,
         )

@@ -133,6 +133,34 @@ async def test_hybrid_search_finds_functions_by_paraphrase(
     assert top.snippet.startswith("def redeliver_failed_webhook(event, attempts=5):")
 
 
+async def test_a_quoted_error_message_finds_the_code_that_raises_it(
+    make_bot: MakeBot, tmp_path: Path
+) -> None:
+    bot = make_bot()
+    root = make_shop(tmp_path / "src")
+    write(
+        root,
+        "billing/refunds.py",
+        "def refund(order, amount):\n"
+        "    if amount > order.total:\n"
+        "        raise RefundError(\n"
+        '            "refund exceeds what the customer paid "\n'
+        '            f"({amount} > {order.total})"\n'
+        "        )\n"
+        "    return issue(order, amount)\n\n\n"
+        "def explain_refund_limits():\n"
+        '    """A refund never exceeds what the customer paid: a refund that exceeds what\n'
+        "    the customer paid is refused, since refunds exceed payments only by mistake;\n"
+        '    what the customer paid bounds every refund."""\n'
+        "    return REFUND_POLICY\n",
+    )
+    repo = await bot.app.repos.register(str(root), "shop")
+    assert (await bot.app.indexer.index(repo)).vectors_error is None
+    pasted = 'Where does "refund exceeds what the customer paid (... > ...)" come from?'
+    top = await bot.app.search.search(pasted, ["shop"], k=3)
+    assert (top[0].path, top[0].symbol.split("(")[0]) == ("billing/refunds.py", "refunds.refund")
+
+
 async def test_source_ranks_above_tests_and_docs_about_it_unless_they_are_asked_for(
     make_bot: MakeBot, tmp_path: Path
 ) -> None:
