@@ -81,6 +81,7 @@ from bench.machine import (  # noqa: E402
     threadline_version,
 )
 from bot.app import App, build_app  # noqa: E402
+from bot.heap import limit_malloc_arenas  # noqa: E402
 
 if TYPE_CHECKING:
     from core.code.vector_query import QueryPlan
@@ -1045,6 +1046,9 @@ async def run_probe(data_dir: Path, query: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # This process indexes and searches as a bot process does, so it bounds glibc's malloc
+    # arenas as `threadline run` does on start (bot.heap): the peak RSS it reports is the bot's.
+    limit_malloc_arenas()
     if args.probe is not None:
         return asyncio.run(run_probe(args.probe, args.probe_query))
     return asyncio.run(run(args))

@@ -5,10 +5,9 @@ glibc's malloc gives each thread that allocates while another holds the lock an 
 own, up to eight per core. Indexing allocates large, short-lived NumPy arrays from worker
 threads beside the tokenizer's and the vector store's native threads; every arena kept its own
 high-water mark, and freed memory in one did not serve another. Bounded to `MALLOC_ARENAS`
-(the `MALLOC_ARENA_MAX` that operators of such services often set by hand), the peak RSS of
-indexing 1,450 chunks fell from 450 to 355 MB and the RSS after it from 379 to 252 MB, at the
-same speed (bench/RESULTS.md). An operator's own MALLOC_ARENA_MAX is left alone, and so is any
-other C library.
+(the `MALLOC_ARENA_MAX` that operators of such services often set by hand), the peak RSS of a
+13,869-chunk index fell from 547 to 452 MB (bench/RESULTS.md). An operator's own
+MALLOC_ARENA_MAX is left alone, and so is any other C library.
 
 By the time a process serves, it holds a few hundred thousand long-lived objects (the imported
 libraries, the policy, templates, the ORM's mappers). CPython's full collections walk all of
