@@ -105,7 +105,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -114,6 +114,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import search_quality_repos as whole_repos  # noqa: E402
 from bench.machine import append_section, machine_facts, threadline_version  # noqa: E402
+from bench.search_quality_repos import Split  # noqa: E402
 from core.code.chunk import Chunk  # noqa: E402
 from core.code.chunking import chunk_file  # noqa: E402
 from core.code.ripgrep import ripgrep_binary  # noqa: E402
@@ -133,7 +134,7 @@ PACKAGES: dict[str, str] = {
     "starlette": "0.41.3",
     "werkzeug": "3.1.3",
 }
-CORPORA = ("wheels", "repos", "held-out", "fresh")
+CORPORA = ("wheels", "repos", "held-out", "fresh", "third")
 ALL_SYSTEMS = ("rg", "bm25s", "bm25s-split", "dense", "sparse", "hybrid")
 STORE_SYSTEMS = ("dense", "sparse", "hybrid")
 ROLES = whole_repos.ROLES
@@ -376,10 +377,10 @@ def repo_corpus() -> Corpus:
     )
 
 
-def held_out_corpus(queries_file: Path | None = None, *, fresh: bool = False) -> Corpus:
+def held_out_corpus(queries_file: Path | None = None, split: Split = "held-out") -> Corpus:
     """Whole projects in Python and C that no ranking change was tuned on (issue 28): fit on
-    `wheels` and `repos`, check here. `fresh`: the second held-out split."""
-    specs = whole_repos.FRESH if fresh else whole_repos.HELD_OUT
+    `wheels` and `repos`, check here. `split`: held-out, fresh (the second split) or third."""
+    specs, default, sources = whole_repos.SPLITS[split]
     whole_repos.fetch(specs)
     chunks = whole_repos.load_chunks(specs)
     languages = {r.name: r.language for r in specs}
@@ -387,11 +388,10 @@ def held_out_corpus(queries_file: Path | None = None, *, fresh: bool = False) ->
     for r in specs:
         by_language[r.language].append(f"{r.name} {r.version}")
     description = "; ".join(f"{lang}: {', '.join(names)}" for lang, names in by_language.items())
-    default = whole_repos.FRESH_QUERIES if fresh else whole_repos.HELD_OUT_QUERIES
     path = queries_file or default
     return Corpus(
-        "fresh" if fresh else "held-out",
-        whole_repos.FRESH_SOURCES if fresh else whole_repos.HELD_OUT_SOURCES,
+        split,
+        sources,
         (),
         chunks,
         load_queries(path, chunks, languages),
@@ -690,8 +690,11 @@ async def fill_store(store: Any, chunks: Sequence[Chunk], vectors: np.ndarray) -
     await store.upsert(list(enumerate(chunks)), vectors=vectors)
 
 
-async def search_store(store: Any, query: str, mode: str) -> list[int]:
-    hits = await store.search(query, k=K, mode=mode)
+async def search_store(store: Any, query: str, mode: str, chunks: Sequence[Chunk]) -> list[int]:
+    async def texts(ids: Sequence[int]) -> dict[int, str]:  # as CodeSearch reads them from SQL
+        return {i: chunks[i].text for i in ids}
+
+    hits = await store.search(query, k=K, mode=mode, texts=texts)
     return [int(h.chunk_id) for h in hits][:K]
 
 
@@ -713,7 +716,9 @@ async def _run_store(modes: Sequence[str], corpus: Corpus) -> list[SystemResult]
                 result.setup_seconds = embed_seconds + upsert_seconds
                 t0 = time.perf_counter()
                 for q in corpus.queries:
-                    result.ranked[q.id] = await search_store(store, q.text, result.name)
+                    result.ranked[q.id] = await search_store(
+                        store, q.text, result.name, corpus.chunks
+                    )
                 result.seconds = time.perf_counter() - t0
         finally:
             await store.close()
@@ -1111,7 +1116,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--check-queries",
         type=Path,
         metavar="FILE",
-        help="resolve FILE's gold against the held-out corpus (or --corpus fresh) and stop",
+        help="resolve FILE's gold against the held-out corpus (or --corpus fresh|third) and stop",
     )
     args = parser.parse_args(argv)
     args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
@@ -1128,7 +1133,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.check_queries is not None:
-        checked = held_out_corpus(args.check_queries, fresh=args.corpus == ["fresh"])
+        split: Split = "held-out"
+        if len(args.corpus) == 1 and args.corpus[0] in whole_repos.SPLITS:
+            split = cast(Split, args.corpus[0])
+        checked = held_out_corpus(args.check_queries, split)
         styles = Counter(q.style for q in checked.queries)
         print(f"{len(checked.queries)} queries resolve; styles {dict(styles)}")
         return 0
@@ -1136,7 +1144,8 @@ def main(argv: list[str] | None = None) -> int:
         "wheels": wheel_corpus,
         "repos": repo_corpus,
         "held-out": held_out_corpus,
-        "fresh": lambda: held_out_corpus(fresh=True),
+        "fresh": lambda: held_out_corpus(split="fresh"),
+        "third": lambda: held_out_corpus(split="third"),
     }
     reports = []
     for name in args.corpus:

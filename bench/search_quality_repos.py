@@ -56,12 +56,14 @@ MARKERS = CACHE / "markers"
 SOURCES = CACHE / "src"  # one folder per repo: the rg corpus root
 HELD_OUT_SOURCES = CACHE / "held-out-src"  # the held-out repos' own rg root
 FRESH_SOURCES = CACHE / "fresh-src"  # the second held-out split's rg root
+THIRD_SOURCES = CACHE / "third-src"  # the third held-out split's rg root
 QUERIES = ROOT / "bench" / "search_queries_repos.json"
 HELD_OUT_QUERIES = ROOT / "bench" / "search_queries_held_out.json"
 FRESH_QUERIES = ROOT / "bench" / "search_queries_fresh.json"
+THIRD_QUERIES = ROOT / "bench" / "search_queries_third.json"
 
 Source = Literal["npm", "deb", "sdist"]
-Split = Literal["tuning", "held-out", "fresh"]
+Split = Literal["tuning", "held-out", "fresh", "third"]
 Role = Literal["source", "test", "docs", "example", "other"]
 ROLES: tuple[Role, ...] = ("source", "test", "docs", "example", "other")
 
@@ -84,7 +86,7 @@ class RepoSpec:
 
     @property
     def root(self) -> Path:
-        roots = {"held-out": HELD_OUT_SOURCES, "fresh": FRESH_SOURCES}
+        roots = {"held-out": HELD_OUT_SOURCES, "fresh": FRESH_SOURCES, "third": THIRD_SOURCES}
         return roots.get(self.split, SOURCES) / self.name
 
 
@@ -188,7 +190,24 @@ FRESH: tuple[RepoSpec, ...] = (
     RepoSpec("msgpack", "c", "sdist", "msgpack", "1.1.0", "msgpack-1.1.0", "fresh"),
     RepoSpec("bitarray", "c", "sdist", "bitarray", "2.9.2", "bitarray-2.9.2", "fresh"),
 )
-BY_NAME = {r.name: r for r in (*REPOS, *HELD_OUT, *FRESH)}
+THIRD: tuple[RepoSpec, ...] = (
+    RepoSpec("boltons", "python", "sdist", "boltons", "24.0.0", "boltons-24.0.0", "third"),
+    RepoSpec("toolz", "python", "sdist", "toolz", "0.12.1", "toolz-0.12.1", "third"),
+    RepoSpec("sqlparse", "python", "sdist", "sqlparse", "0.5.0", "sqlparse-0.5.0", "third"),
+    RepoSpec("multidict", "c", "sdist", "multidict", "6.0.5", "multidict-6.0.5", "third"),
+    RepoSpec("wrapt", "c", "sdist", "wrapt", "1.16.0", "wrapt-1.16.0", "third"),
+    RepoSpec("setproctitle", "c", "sdist", "setproctitle", "1.3.3", "setproctitle-1.3.3", "third"),
+    RepoSpec("cbor2", "c", "sdist", "cbor2", "5.6.5", "cbor2-5.6.5", "third"),
+    RepoSpec("ujson", "c", "sdist", "ujson", "5.10.0", "ujson-5.10.0", "third"),
+    RepoSpec("xxhash", "c", "sdist", "xxhash", "3.5.0", "xxhash-3.5.0", "third"),
+)
+# The held-out splits: their repositories, questions and rg root.
+SPLITS: dict[Split, tuple[tuple[RepoSpec, ...], Path, Path]] = {
+    "held-out": (HELD_OUT, HELD_OUT_QUERIES, HELD_OUT_SOURCES),
+    "fresh": (FRESH, FRESH_QUERIES, FRESH_SOURCES),
+    "third": (THIRD, THIRD_QUERIES, THIRD_SOURCES),
+}
+BY_NAME = {r.name: r for r in (*REPOS, *HELD_OUT, *FRESH, *THIRD)}
 DROPPED = ("debian", ".cargo-checksum.json")  # Debian's packaging inside a crate's tree
 
 
