@@ -135,8 +135,10 @@ PACKAGES: dict[str, str] = {
     "werkzeug": "3.1.3",
 }
 CORPORA = ("wheels", "repos", "held-out", "fresh", "third")
-ALL_SYSTEMS = ("rg", "bm25s", "bm25s-split", "dense", "sparse", "hybrid")
-STORE_SYSTEMS = ("dense", "sparse", "hybrid")
+ALL_SYSTEMS = ("rg", "bm25s", "bm25s-split", "dense", "sparse", "hybrid", "hybrid-unquoted")
+STORE_SYSTEMS = ("dense", "sparse", "hybrid", "hybrid-unquoted")
+# hybrid-unquoted: hybrid without the chunks' texts, so without the quoted-message step (the
+# hybrid of before it, 256dc3b); for comparison on a split read after that step was chosen.
 ROLES = whole_repos.ROLES
 
 STOPWORDS = frozenset(
@@ -690,11 +692,14 @@ async def fill_store(store: Any, chunks: Sequence[Chunk], vectors: np.ndarray) -
     await store.upsert(list(enumerate(chunks)), vectors=vectors)
 
 
-async def search_store(store: Any, query: str, mode: str, chunks: Sequence[Chunk]) -> list[int]:
+async def search_store(store: Any, query: str, system: str, chunks: Sequence[Chunk]) -> list[int]:
     async def texts(ids: Sequence[int]) -> dict[int, str]:  # as CodeSearch reads them from SQL
         return {i: chunks[i].text for i in ids}
 
-    hits = await store.search(query, k=K, mode=mode, texts=texts)
+    if system == "hybrid-unquoted":
+        hits = await store.search(query, k=K, mode="hybrid")
+    else:
+        hits = await store.search(query, k=K, mode=system, texts=texts)
     return [int(h.chunk_id) for h in hits][:K]
 
 
