@@ -69,7 +69,8 @@ _QUOTED = re.compile(
 _ELLIPSIS = re.compile(r"\.\.\.+|…")
 # A string literal continued on the next line: "...with a "  "default value" (Python, C) or
 # "...with a " + "default value" (JavaScript, Java), f"..." too, read as the one message.
-_CONTINUED = re.compile(r"""(["'])\s*\+?\s*\n\s*\+?\s*[rRbBuUfF]{0,2}\1""")
+# No two whitespace runs may meet: a quote followed by thousands of blank lines stays linear.
+_CONTINUED = re.compile(r"""(["'])[ \t]*(?:\+[ \t]*)?\n\s*(?:\+\s*)?[rRbBuUfF]{0,2}\1""")
 _SPACE = re.compile(r"\s+")
 MIN_PHRASE_CHARS = 12  # shorter quotes ("id", 'utf-8') are words, not messages
 MIN_FRAGMENT_CHARS = 3

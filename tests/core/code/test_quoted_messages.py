@@ -132,3 +132,12 @@ def test_messages_continued_over_literals_are_found(code: str) -> None:
 def test_fragments_must_come_in_order() -> None:
     assert contains_phrase("signature age 5 > 3 seconds", ("signature age", "seconds"))
     assert not contains_phrase("seconds: signature age", ("signature age", "seconds"))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['"' + "\n" * 4000, '" ' + " " * 4000, ('" +' + "\n" * 10) * 300, '"' * 4000],
+)
+def test_a_quote_before_a_long_blank_run_is_read_in_one_pass(text: str) -> None:
+    # Two whitespace runs meeting in the pattern made these take minutes (backtracking).
+    assert literal_text(text).strip(' "+') == ""
