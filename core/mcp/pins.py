@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
@@ -40,6 +41,10 @@ def canonical(definition: dict[str, Any]) -> str:
 
 def digest(definition: dict[str, Any]) -> str:
     return hashlib.sha256(canonical(definition).encode()).hexdigest()
+
+
+class _ApprovedMeanwhile(Exception):
+    """Another approval took a pending change between this one's read and its write."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,21 +187,45 @@ class PinStore:
         """Approve every pending change of `server`; returns the tools approved. With
         `expected` (tool -> pending sha256, as someone reviewed them), approve nothing unless
         the pending changes are exactly those: a definition that changed again after the
-        review is not approved unseen."""
-        async with self._db.session() as s:
-            query = select(McpToolPin).where(
-                McpToolPin.server == server, col(McpToolPin.pending_sha256).is_not(None)
-            )
-            if expected is not None:
-                query = query.with_for_update()  # no change slips in between check and write
-            rows = (await s.exec(query)).all()
-            if expected is not None and {r.tool: r.pending_sha256 for r in rows} != dict(expected):
-                return []
-            for r in rows:
-                assert r.pending_sha256 is not None and r.pending_definition is not None
-                r.sha256, r.definition = r.pending_sha256, r.pending_definition
-                r.pending_sha256 = r.pending_definition = None
-                r.pending_since = None
-                r.approved_at, r.approved_by = self._clock(), by[:128]
-                s.add(r)
-            return sorted(r.tool for r in rows)
+        review is not approved unseen.
+
+        Each row is written only if it still holds the pending definition that was read (a
+        compare-and-set), and one that does not rolls the whole approval back: of two admins
+        approving at once, one approves and the other finds nothing left. PostgreSQL would
+        serialise them on the row lock alone; SQLite takes no lock when it reads."""
+        try:
+            async with self._db.session() as s:
+                query = select(McpToolPin).where(
+                    McpToolPin.server == server, col(McpToolPin.pending_sha256).is_not(None)
+                )
+                if expected is not None:
+                    query = query.with_for_update()  # no change slips in between check and write
+                rows = (await s.exec(query)).all()
+                if expected is not None and {r.tool: r.pending_sha256 for r in rows} != dict(
+                    expected
+                ):
+                    return []
+                connection = await s.connection()
+                now = self._clock()
+                for r in rows:
+                    done = await connection.execute(
+                        update(McpToolPin)
+                        .where(
+                            col(McpToolPin.id) == r.id,
+                            col(McpToolPin.pending_sha256) == r.pending_sha256,
+                        )
+                        .values(
+                            sha256=r.pending_sha256,
+                            definition=r.pending_definition,
+                            pending_sha256=None,
+                            pending_definition=None,
+                            pending_since=None,
+                            approved_at=now,
+                            approved_by=by[:128],
+                        )
+                    )
+                    if done.rowcount != 1:
+                        raise _ApprovedMeanwhile
+                return sorted(r.tool for r in rows)
+        except _ApprovedMeanwhile:
+            return []

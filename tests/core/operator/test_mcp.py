@@ -5,8 +5,10 @@ once), the tenant's pending confirmations only, and the tenant's grants."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from core.mcp.config import McpServerSettings
@@ -82,6 +84,40 @@ async def test_approve_exactly_what_was_shown(open_db: Callable[[], Any], clock:
     stale = await first.approve(ADA, "t", shown.fingerprint)
     assert stale.approved == () and "changed since" in stale.refused
     assert len(await PinStore(db, clock).pending("t")) == 1
+
+
+async def test_two_approvals_that_read_before_either_writes_approve_once(
+    tmp_path: Path, clock: Clock
+) -> None:
+    # SQLite takes no lock when it reads: with another connection holding the write lock, both
+    # approvals read the pending change, then wait to write. The second to write must find
+    # its compare-and-set failing, not approve the change again.
+    from core.store.engine import Database
+
+    path = tmp_path / "pins.db"
+    first, second = Database(f"sqlite:///{path}"), Database(f"sqlite:///{path}")
+    try:
+        await _changed(first, clock)
+        pins = [PinStore(db, clock) for db in (first, second)]
+        [change] = await pins[0].pending("t")
+        expected = {change.tool: change.sha256}
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            both = [
+                asyncio.create_task(p.approve("t", f"slack:admin{i}", expected))
+                for i, p in enumerate(pins)
+            ]
+            await asyncio.sleep(1.0)  # both read meanwhile, and wait on the write lock
+        finally:
+            holder.execute("COMMIT")
+            holder.close()
+        outcomes = await asyncio.gather(*both)
+        assert sorted(outcomes) == [[], ["lookup"]]
+        assert await pins[0].pending("t") == []
+    finally:
+        await first.dispose()
+        await second.dispose()
 
 
 async def test_the_fingerprint_and_the_permissions_approve_needs(
