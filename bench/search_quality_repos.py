@@ -57,13 +57,15 @@ SOURCES = CACHE / "src"  # one folder per repo: the rg corpus root
 HELD_OUT_SOURCES = CACHE / "held-out-src"  # the held-out repos' own rg root
 FRESH_SOURCES = CACHE / "fresh-src"  # the second held-out split's rg root
 THIRD_SOURCES = CACHE / "third-src"  # the third held-out split's rg root
+FOURTH_SOURCES = CACHE / "fourth-src"  # the fourth, unread held-out split's rg root
 QUERIES = ROOT / "bench" / "search_queries_repos.json"
 HELD_OUT_QUERIES = ROOT / "bench" / "search_queries_held_out.json"
 FRESH_QUERIES = ROOT / "bench" / "search_queries_fresh.json"
 THIRD_QUERIES = ROOT / "bench" / "search_queries_third.json"
+FOURTH_QUERIES = ROOT / "bench" / "search_queries_fourth.json"
 
 Source = Literal["npm", "deb", "sdist"]
-Split = Literal["tuning", "held-out", "fresh", "third"]
+Split = Literal["tuning", "held-out", "fresh", "third", "fourth"]
 Role = Literal["source", "test", "docs", "example", "other"]
 ROLES: tuple[Role, ...] = ("source", "test", "docs", "example", "other")
 
@@ -86,7 +88,12 @@ class RepoSpec:
 
     @property
     def root(self) -> Path:
-        roots = {"held-out": HELD_OUT_SOURCES, "fresh": FRESH_SOURCES, "third": THIRD_SOURCES}
+        roots = {
+            "held-out": HELD_OUT_SOURCES,
+            "fresh": FRESH_SOURCES,
+            "third": THIRD_SOURCES,
+            "fourth": FOURTH_SOURCES,
+        }
         return roots.get(self.split, SOURCES) / self.name
 
 
@@ -201,13 +208,30 @@ THIRD: tuple[RepoSpec, ...] = (
     RepoSpec("ujson", "c", "sdist", "ujson", "5.10.0", "ujson-5.10.0", "third"),
     RepoSpec("xxhash", "c", "sdist", "xxhash", "3.5.0", "xxhash-3.5.0", "third"),
 )
+FOURTH: tuple[RepoSpec, ...] = (
+    RepoSpec(
+        "more-itertools",
+        "python",
+        "sdist",
+        "more-itertools",
+        "10.5.0",
+        "more-itertools-10.5.0",
+        "fourth",
+    ),
+    RepoSpec("humanize", "python", "sdist", "humanize", "4.11.0", "humanize-4.11.0", "fourth"),
+    RepoSpec("tabulate", "python", "sdist", "tabulate", "0.9.0", "tabulate-0.9.0", "fourth"),
+    RepoSpec("ciso8601", "c", "sdist", "ciso8601", "2.3.2", "ciso8601-2.3.2", "fourth"),
+    RepoSpec("mmh3", "c", "sdist", "mmh3", "5.1.0", "mmh3-5.1.0", "fourth"),
+    RepoSpec("simplejson", "c", "sdist", "simplejson", "3.19.3", "simplejson-3.19.3", "fourth"),
+)
 # The held-out splits: their repositories, questions and rg root.
 SPLITS: dict[Split, tuple[tuple[RepoSpec, ...], Path, Path]] = {
     "held-out": (HELD_OUT, HELD_OUT_QUERIES, HELD_OUT_SOURCES),
     "fresh": (FRESH, FRESH_QUERIES, FRESH_SOURCES),
     "third": (THIRD, THIRD_QUERIES, THIRD_SOURCES),
+    "fourth": (FOURTH, FOURTH_QUERIES, FOURTH_SOURCES),
 }
-BY_NAME = {r.name: r for r in (*REPOS, *HELD_OUT, *FRESH, *THIRD)}
+BY_NAME = {r.name: r for r in (*REPOS, *HELD_OUT, *FRESH, *THIRD, *FOURTH)}
 DROPPED = ("debian", ".cargo-checksum.json")  # Debian's packaging inside a crate's tree
 
 
