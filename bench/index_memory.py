@@ -54,17 +54,9 @@ def corpus(package: str) -> Path:
 
 
 async def index_once(src: Path, data: Path) -> dict[str, float]:
-    from bot.app import build_app
-    from config.settings import DEFAULT_POLICY_FILE, load_settings
+    from bench.search_speed import make_app  # the app as the speed benchmark builds it
 
-    settings = load_settings(
-        data_dir=data,
-        policy_file=DEFAULT_POLICY_FILE,
-        demo_index=False,
-        qdrant_url=None,
-        embeddings_provider="local",
-    )
-    app = build_app(settings)
+    app = make_app(data)
     try:
         repo = await app.repos.register(str(src), src.name)
         start = time.perf_counter()

@@ -5,7 +5,7 @@ model, offline answers, `/index` progress, and `threadline search --json` as a s
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -84,9 +84,10 @@ PARAPHRASES = [
 ]
 
 
-def make_shop(base: Path, name: str = "shop") -> Path:
+def make_shop(base: Path, name: str = "shop", extra: Mapping[str, str] | None = None) -> Path:
+    """The shop's files under `base/name`, with `extra` (path -> text) added."""
     root = base / name
-    for rel, text in SHOP.items():
+    for rel, text in {**SHOP, **(extra or {})}.items():
         write(root, rel, text)
     return root
 
@@ -96,11 +97,13 @@ async def indexed_bot(
     tmp_path: Path,
     *,
     names: tuple[str, ...] = ("shop",),
+    extra: Mapping[str, str] | None = None,
     **settings: Any,
 ) -> BotHarness:
     bot = make_bot(**settings)
     for name in names:
-        repo = await bot.app.repos.register(str(make_shop(tmp_path / "src", name)), name)
+        root = make_shop(tmp_path / "src", name, extra)
+        repo = await bot.app.repos.register(str(root), name)
         report = await bot.app.indexer.index(repo)
         assert report.vectors_error is None, report.vectors_error
     return bot
@@ -136,11 +139,7 @@ async def test_hybrid_search_finds_functions_by_paraphrase(
 async def test_a_quoted_error_message_finds_the_code_that_raises_it(
     make_bot: MakeBot, tmp_path: Path
 ) -> None:
-    bot = make_bot()
-    root = make_shop(tmp_path / "src")
-    write(
-        root,
-        "billing/refunds.py",
+    refunds = (
         "def refund(order, amount):\n"
         "    if amount > order.total:\n"
         "        raise RefundError(\n"
@@ -152,35 +151,34 @@ async def test_a_quoted_error_message_finds_the_code_that_raises_it(
         '    """A refund never exceeds what the customer paid: a refund that exceeds what\n'
         "    the customer paid is refused, since refunds exceed payments only by mistake;\n"
         '    what the customer paid bounds every refund."""\n'
-        "    return REFUND_POLICY\n",
+        "    return REFUND_POLICY\n"
     )
-    repo = await bot.app.repos.register(str(root), "shop")
-    assert (await bot.app.indexer.index(repo)).vectors_error is None
+    bot = await indexed_bot(make_bot, tmp_path, extra={"billing/refunds.py": refunds})
     pasted = 'Where does "refund exceeds what the customer paid (... > ...)" come from?'
     top = await bot.app.search.search(pasted, ["shop"], k=3)
     assert (top[0].path, top[0].symbol.split("(")[0]) == ("billing/refunds.py", "refunds.refund")
+    # The same words, unquoted: the wordier explanation wins, as the quote is what decided.
+    plain = await bot.app.search.search(pasted.replace('"', ""), ["shop"], k=3)
+    assert plain[0].symbol.split("(")[0] != "refunds.refund"
 
 
 async def test_source_ranks_above_tests_and_docs_about_it_unless_they_are_asked_for(
     make_bot: MakeBot, tmp_path: Path
 ) -> None:
-    bot = make_bot()
-    root = make_shop(tmp_path / "src")
-    write(
-        root,
-        "tests/test_webhooks.py",
+    webhooks_test = (
         "def test_failed_webhook_is_sent_again_after_it_failed():\n"
         '    """We try sending a webhook again after it failed."""\n'
-        "    assert redeliver_failed_webhook(failing_event(), attempts=2) is False\n",
+        "    assert redeliver_failed_webhook(failing_event(), attempts=2) is False\n"
     )
-    write(
-        root,
-        "docs/webhooks.md",
+    webhooks_docs = (
         "# Webhooks\n\nWhen a webhook fails, we try sending the webhook again after it failed,"
-        " waiting longer each time.\n",
+        " waiting longer each time.\n"
     )
-    repo = await bot.app.repos.register(str(root), "shop")
-    assert (await bot.app.indexer.index(repo)).vectors_error is None
+    bot = await indexed_bot(
+        make_bot,
+        tmp_path,
+        extra={"tests/test_webhooks.py": webhooks_test, "docs/webhooks.md": webhooks_docs},
+    )
     question = "where do we try sending a webhook again after it failed?"
     top = await bot.app.search.search(question, ["shop"], k=5)
     assert (top[0].path, top[0].role) == ("billing/webhooks.py", "source")
