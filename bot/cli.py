@@ -61,6 +61,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search.add_argument("--json", action="store_true", help="print results as JSON")
 
+    hold = sub.add_parser(
+        "hold-search",
+        help="keep the code index and the embedding model open for `threadline search` in a "
+        "shell (`search` starts one itself: THREADLINE_SEARCH_LINGER)",
+    )
+    hold.add_argument(
+        "--idle",
+        type=_seconds,
+        default=None,
+        help="leave after this many seconds without a search (default: THREADLINE_SEARCH_LINGER)",
+    )
+
     graph = sub.add_parser(
         "graph", help="code graph: definition, hierarchy, callers and callees of a symbol"
     )
@@ -113,11 +125,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value <= 86_400:
+        raise argparse.ArgumentTypeError("must be more than 0 and at most 86400 seconds")
+    return value
+
+
 # Filesystem paths keep their exact bytes: `os` functions round-trip surrogateescape'd names.
 _PATH_ARGUMENTS = frozenset({"source", "dirs"})
 
 # Commands whose process may index and embed (bot.heap).
-_EMBEDDING = frozenset({"run", "serve", "worker", "chat", "index"})
+_EMBEDDING = frozenset({"run", "serve", "worker", "chat", "index", "hold-search"})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,6 +183,11 @@ def main(argv: list[str] | None = None) -> int:
             from bot.code_cli import SearchAsk, search
 
             return search(settings, SearchAsk(args.query, args.repo, args.k, args.json, args.role))
+        if args.command == "hold-search":
+            from bot.search_holder import hold_for_searches
+
+            idle = settings.search_linger if args.idle is None else args.idle
+            return asyncio.run(hold_for_searches(settings, idle))
         return asyncio.run(dispatch(args, settings))
     except KeyboardInterrupt:
         return EXIT_OK

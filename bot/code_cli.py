@@ -100,9 +100,25 @@ def search(settings: Settings, ask: SearchAsk) -> int:
         print(problem, file=sys.stderr)
         return EXIT_USAGE
     answered = search_through_holder(settings, ask)
+    if answered is None and _may_start_holder(settings):
+        from bot.search_holder import start_holder
+
+        if start_holder(settings):
+            answered = search_through_holder(settings, ask)
     if answered is not None:
         return answered
     return asyncio.run(search_alone(settings, ask))
+
+
+def _may_start_holder(settings: Settings) -> bool:
+    """Whether a search with no holder starts `threadline hold-search` (bot.search_holder):
+    only for the embedded store, and only where a registered repository's shard exists (a
+    data directory nothing was indexed into gets no process for nothing)."""
+    from core.code import socket_wire
+
+    if settings.search_linger <= 0 or settings.qdrant_url or not socket_wire.available():
+        return False
+    return embedded_shard(settings).exists()
 
 
 async def search_alone(settings: Settings, ask: SearchAsk) -> int:

@@ -77,8 +77,15 @@ def vector_store_generation(
     return lambda: shard_generation(path)
 
 
-def code_search(settings: Settings, db: Database, embedder: Embedder) -> CodeSearch:
-    """Search over the configured vector store; it opens on first use."""
+def code_search(
+    settings: Settings,
+    db: Database,
+    embedder: Embedder,
+    *,
+    release: Callable[[], None] | None = None,
+) -> CodeSearch:
+    """Search over the configured vector store; it opens on first use. `release`: see
+    `CodeSearch` (a holder that lets the store go when a bot asks)."""
     from core.code.embeddings import collection_name
     from core.code.search import CodeSearch
 
@@ -87,4 +94,5 @@ def code_search(settings: Settings, db: Database, embedder: Embedder) -> CodeSea
         lambda: open_vector_store(settings, embedder),
         collection=collection_name(embedder),
         generation=vector_store_generation(settings, embedder),
+        release=release,
     )

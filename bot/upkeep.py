@@ -16,8 +16,10 @@ The embedded store is held from the start: `HOLD_STORE_AFTER` seconds after star
 repository is registered, this process opens the embedded shard in the background and keeps it
 (`core.code.search.CodeSearch.hold`), so that a `threadline search` in a shell is answered
 through this process's store socket instead of opening the shard itself (and keeping this
-process from holding it). An open that fails is logged and tried again by each catch-up pass,
-and so is one that found the shard held by a one-shot command in a shell (retried sooner, every
+process from holding it). A `threadline hold-search` that a shell search started holds it
+until asked: this process asks it to let go (`hold(take_over=True)`) and holds the store
+moments later. An open that fails is logged and tried again by each catch-up pass, and so is
+one that found the shard held by a one-shot command in a shell (retried sooner, every
 `HOLD_STORE_RETRY`, for the first `HOLD_STORE_RETRIES` times: such a command ends within
 seconds). With QDRANT_URL there is nothing to hold.
 
@@ -88,7 +90,7 @@ async def hold_vector_store(app: App) -> bool | None:
     try:
         if not await app.repos.all():
             return None
-        held = await app.search.hold()
+        held = await app.search.hold(take_over=True)
     except Exception as exc:  # VectorStoreError, a database blip: never the process's end
         log.warning("the vector store is not held by this process yet: %s", exc)
         return None

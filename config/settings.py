@@ -250,6 +250,16 @@ class Settings(
         "with the other local ones",
     )
     qdrant_api_key: SecretStr | None = Field(None, description="Qdrant server API key")
+    search_linger: float = Field(
+        300.0,
+        ge=0,
+        le=86_400,
+        validation_alias=_alias("THREADLINE_SEARCH_LINGER", "search_linger"),
+        description="Seconds a `threadline hold-search` started by a `threadline search` in a "
+        "shell (no bot running, embedded store) keeps the index and the model open for the next "
+        "searches, after the last one; it lets the store go when a bot starts. 0: each search "
+        "opens them itself",
+    )
     demo_index: bool = Field(
         True,
         validation_alias=_alias("THREADLINE_DEMO_INDEX", "demo_index"),

@@ -58,6 +58,9 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[No
     monkeypatch.setenv("THREADLINE_CONFIG", str(empty))
     monkeypatch.chdir(tmp_path)  # no stray .env from the checkout
     monkeypatch.setenv("THREADLINE_DEMO_INDEX", "0")  # `run` must not index the checkout
+    # A `threadline search` must not leave a holder behind (tests/bot/test_search_holder.py
+    # turns it on where it is the subject).
+    monkeypatch.setenv("THREADLINE_SEARCH_LINGER", "0")
     yield
 
 

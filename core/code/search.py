@@ -49,6 +49,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# A holder asked to let the store go closes it within moments: look every TAKE_OVER_POLL s.
+TAKE_OVER_WAIT, TAKE_OVER_POLL = 5.0, 0.05
+
 T = TypeVar("T")
 
 SNIPPET_LINES = 12
@@ -106,8 +109,10 @@ class CodeSearch:
         *,
         collection: str,
         generation: Callable[[], str | None] | None = None,
+        release: Callable[[], None] | None = None,
     ) -> None:
         self._db = db
+        self._release = release
         self._open_store = open_store
         self.collection = collection
         self._generation = generation or (lambda: "server")
@@ -146,7 +151,7 @@ class CodeSearch:
                 raise
             try:
                 # Held here: `threadline search`/`index` in a shell use it through us.
-                await store.share(search=self._whole_search)
+                await store.share(search=self._whole_search, release=self._release)
             except OSError as exc:
                 log.warning("the vector store is not shared with other processes: %s", exc)
             self._store = store
@@ -159,20 +164,46 @@ class CodeSearch:
         """Whether this process has the store open itself (not through another process)."""
         return self._store is not None and not isinstance(self._store.backend, RemoteBackend)
 
-    async def hold(self) -> bool:
+    async def hold(self, *, take_over: bool = False) -> bool:
         """Open the store now, for a process that serves searches (`bot.upkeep` calls this at
         start-up and then now and then), so that other local processes search through this one
         from the start. Returns whether this process holds it; when another one does (a
         one-shot command in a shell), the store is let go, so that the next call tries again
-        to hold it. Raises `VectorStoreError`."""
+        to hold it. With `take_over`, a holder that lets go when asked (`threadline
+        hold-search`) is asked to, and the store is opened again once it has (within
+        `TAKE_OVER_WAIT` seconds). Raises `VectorStoreError`."""
         store = await self.store()
         if not isinstance(store.backend, RemoteBackend):
             return True
+        released = take_over and await store.backend.release()
+        await self._let_go(store)
+        if not released:
+            return False
+        log.info("the vector store's holder in a shell was asked to let it go")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + TAKE_OVER_WAIT
+        while loop.time() < deadline:
+            await asyncio.sleep(TAKE_OVER_POLL)  # it closes the store moments after answering
+            try:
+                store = await self.store()
+            except VectorStoreError:  # closing still: held, and no longer shared
+                continue
+            if not isinstance(store.backend, RemoteBackend):
+                return True
+            await self._let_go(store)  # another holder came meanwhile: the next call asks it
+            return False
+        return False
+
+    async def _let_go(self, store: VectorStore) -> None:
         async with self._lock:
             if self._store is store:
                 self._store = None
         await store.close()  # nothing held: each call through the holder has its connection
-        return False
+
+    def idle_for(self) -> float | None:
+        """Seconds since another process last used the store through this one; None when
+        this process does not hold and share it."""
+        return self._store.idle_for() if self._store is not None else None
 
     async def _whole_search(
         self, query: str, repos: Sequence[str] | None, k: int, roles: Sequence[str] | None

@@ -24,6 +24,13 @@ request, and its connections' log lines must not carry that request's id, tenant
 
 A holder that goes away (stopped, crashed) leaves the caller with `HolderGone`: the caller opens
 the store again, and then holds it itself (`core.code.search.CodeSearch` does this).
+
+A holder may be one that lets go when asked: `threadline hold-search`, which a `threadline
+search` in a shell starts so that the next ones are answered at once (`bot.search_holder`). It
+serves with `release`, and the `release` operation, which a bot starting up sends
+(`CodeSearch.hold(take_over=True)`), makes it close the store so that the bot holds it instead.
+A holder without `release` (a bot) answers that it keeps the store. The server also says how
+long it has been idle (`idle_for`), for a holder that leaves when nobody uses it.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ import os
 import secrets
 import socket
 import struct
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -268,11 +276,17 @@ class StoreServer:
         shard: Path,
         *,
         search: SearchFunction | None = None,
+        release: Callable[[], None] | None = None,
         hello_timeout: float = HELLO_TIMEOUT,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._backend = backend
         self._hello_timeout = hello_timeout
         self._search = search
+        self._release = release
+        self._clock = clock
+        self._last_used = clock()
+        self._busy = 0  # requests being answered
         self._socket = socket_path(shard)
         self._token_file = token_path(shard)
         self._token = secrets.token_hex(32)
@@ -295,6 +309,11 @@ class StoreServer:
                 asyncio.start_unix_server(self._serve, path=address, limit=MAX_FRAME)
             )
         os.chmod(self._socket, 0o600)
+
+    def idle_for(self) -> float:
+        """Seconds since the last request was answered; 0 while one is being answered. A
+        connection counts only by its requests: one that says nothing keeps nobody here."""
+        return 0.0 if self._busy else max(0.0, self._clock() - self._last_used)
 
     async def close(self) -> None:
         server, self._server = self._server, None
@@ -358,12 +377,16 @@ class StoreServer:
             except BadFrame as exc:
                 await self._refuse(writer, f"bad frame: {exc}")
                 return
+            self._busy += 1
             try:
                 answer = await self._answer(request)
             except (KeyError, TypeError, ValueError, OverflowError) as exc:
                 detail = str(exc) if isinstance(exc, BadRequest) else repr(exc)
                 await self._refuse(writer, f"bad request: {detail}")
                 return
+            finally:
+                self._busy -= 1
+                self._last_used = self._clock()
             await _send(writer, answer)
 
     @staticmethod
@@ -389,6 +412,12 @@ class StoreServer:
                 }
             if op == "search" and self._search is not None:
                 return await self._whole_search(self._search, request)
+            if op == "release":
+                if self._release is None:
+                    return {"ok": False, "error": "this holder keeps the store"}
+                log.info("vector store socket: asked to let the store go")
+                self._release()
+                return {"ok": True}
             if op == "upsert":
                 await b.upsert([_point(p) for p in request["points"]])
             elif op == "delete":
@@ -507,6 +536,17 @@ class RemoteBackend:
     async def query(self, plan: QueryPlan) -> list[Scored]:
         answer = await self._ask({"op": "query", "plan": plan_json(plan)})
         return [Scored(int(h["id"]), float(h["score"]), h["payload"]) for h in answer["hits"]]
+
+    async def release(self) -> bool:
+        """Ask the holder to let the store go (a `threadline hold-search` does, a bot does
+        not): whether it will. It closes the store moments after answering."""
+        try:
+            await self._ask({"op": "release"})
+        except HolderGone:
+            return True  # gone already
+        except VectorStoreError:
+            return False
+        return True
 
     async def close(self) -> None:
         """Nothing to release: each call has its own connection."""

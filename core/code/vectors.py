@@ -288,10 +288,14 @@ class VectorStore:
 
         return cls(RemoteBackend.connect(cls.shard_path(root, embedder)), embedder)
 
-    async def share(self, *, search: SearchFunction | None = None) -> bool:
+    async def share(
+        self, *, search: SearchFunction | None = None, release: Callable[[], None] | None = None
+    ) -> bool:
         """Let other local processes (`threadline search`/`index` beside the bot) use this
         embedded store through this process, until `close`; with `search`, whole searches are
-        answered too. Returns whether it is shared (only an embedded store held here can be)."""
+        answered too, and with `release`, a process that asks this one to let the store go is
+        told yes and `release` is called (it must close the store soon). Returns whether it is
+        shared (only an embedded store held here can be)."""
         from core.code.edge_store import EdgeBackend
         from core.code.store_socket import StoreServer, available
 
@@ -299,10 +303,15 @@ class VectorStore:
             return True
         if not isinstance(self._backend, EdgeBackend) or not available():
             return False
-        server = StoreServer(self._backend, self._backend.path, search=search)
+        server = StoreServer(self._backend, self._backend.path, search=search, release=release)
         await server.start()
         self._server = server
         return True
+
+    def idle_for(self) -> float | None:
+        """Seconds since another process last used this store through it (`share`); None
+        when it is not shared."""
+        return self._server.idle_for() if self._server is not None else None
 
     @classmethod
     def memory(cls, embedder: Embedder) -> VectorStore:
