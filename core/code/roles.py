@@ -10,7 +10,9 @@ project); search prefers `source`, and the other roles win when the question ask
 Roles, checked in this order (the first that applies):
 
 - `generated`: vendored or machine-written code (`vendor/`, `third_party/`, `*_pb2.py`,
-  `*.pb.go`, `*.min.js`, `zz_generated*`, `*.generated.*`, `generated/` folders);
+  `*.pb.go`, `*.min.js`, `zz_generated*`, `*.generated.*`, `generated/` folders), and Python
+  packaging metadata (`PKG-INFO`, `*.egg-info/`, `*.dist-info/`: setuptools writes them, and
+  the long description they carry is the README again);
 - `docs`: prose (Markdown, reStructuredText, AsciiDoc, plain text, LICENSE and friends), and
   pages under `docs/` folders (code there keeps its own role);
 - `example`: `examples/`, `example/`, `samples/`, `demo/`, `cookbook/` folders, and Go's
@@ -38,6 +40,7 @@ _GENERATED_FILE = re.compile(
     r"(_pb2(_grpc)?\.pyi?|\.pb(\.gw)?\.go|\.pb\.(h|cc)|\.min\.(js|css)|_generated\.\w+"
     r"|\.generated\.\w+|\.g\.dart|\.designer\.cs)$|^zz_generated",
 )
+_PACKAGING_DIRS = (".egg-info", ".dist-info")
 _DOC_SUFFIXES = frozenset({".md", ".markdown", ".mdx", ".rst", ".adoc", ".asciidoc", ".txt"})
 _DOC_NAMES = re.compile(r"^(license|licence|copying|notice|authors|contributors|changelog)\b", re.I)
 # In these folders only prose and pages are docs: code there can be a real package (Go's
@@ -73,7 +76,12 @@ def role_of(path: str) -> Role:
     name = parts[-1]
     folders = {p.lower() for p in parts[:-1]}
     suffix = PurePosixPath(name).suffix.lower()
-    if folders & _GENERATED_DIRS or _GENERATED_FILE.search(name):
+    if (
+        folders & _GENERATED_DIRS
+        or _GENERATED_FILE.search(name)
+        or name == "PKG-INFO"
+        or any(f.endswith(_PACKAGING_DIRS) for f in folders)
+    ):
         return "generated"
     if (
         suffix in _DOC_SUFFIXES
@@ -119,6 +127,48 @@ def asked_roles(query: str) -> frozenset[Role]:
     """The roles a question asks for by name ("the test for the retry" -> {"test"})."""
     text = query.lower()
     return frozenset(role for role, pattern in _ASKS.items() if pattern.search(text))
+
+
+# A language named as what the answer is written in: "the C extension", "multidict's C
+# iterators", "the Rust implementation", "written in Go". Only with such a noun after it, or
+# "in X" (case kept: "go" and "c" are words too); "the Python binding" of a C library is C, so
+# "binding" is not one of the nouns. A project with twin implementations (a pure-Python module
+# and its C accelerator) otherwise answers with whichever twin uses the question's words.
+_LANGUAGE_NOUNS = (
+    r"(?:extensions?|code|implementations?|modules?|version|side|sources?|library|core"
+    r"|speedups?|accelerators?|decoder|encoder|parser|iterators?|functions?|structs?|helpers?)"
+)
+_LANGUAGE_NAMES: dict[str, tuple[str, ...]] = {
+    r"C(?![+#\w])": ("c", "cpp"),  # headers are read with the C++ grammar
+    r"C\+\+": ("cpp",),
+    r"Rust": ("rust",),
+    r"Go": ("go",),
+    r"Java(?!Script)": ("java",),
+    r"JavaScript": ("javascript",),
+    r"TypeScript": ("typescript", "tsx"),
+    r"(?:pure[- ])?Python": ("python",),
+}
+_ASKED_LANGUAGES = [
+    (
+        re.compile(
+            rf"(?<![\w+#.-])(?:{name})(?:'s)?[ -](?:\w+[ -])?{_LANGUAGE_NOUNS}\b"
+            rf"|\b(?:in|written in) (?:{name})(?=$|[\s.,;:?!)])"
+        ),
+        languages,
+    )
+    for name, languages in _LANGUAGE_NAMES.items()
+]
+ASKED_LANGUAGE_WEIGHT = 1.25  # a chunk in the language the question names
+
+
+def asked_languages(query: str) -> frozenset[str]:
+    """The chunk languages a question names as the answer's ("the C extension" -> c, cpp)."""
+    return frozenset(
+        language
+        for pattern, languages in _ASKED_LANGUAGES
+        if pattern.search(query)
+        for language in languages
+    )
 
 
 # How much of its fused score a result keeps when its role was not asked for. Source keeps it
@@ -168,16 +218,26 @@ def rerank(
     rescore: Callable[[R, float], R],
     role: Callable[[R], Role] | None = None,
     quoting: Callable[[R], bool] | None = None,
+    language: Callable[[R], str] | None = None,
 ) -> list[R]:
     """The best `k` of `hits` (fused candidates, best first) once roles are weighed in: each
-    score is multiplied by its role's weight (`weight`), and a class outline never ranks above
-    one of its own methods that is among the candidates (the method is what answers).
-    `rescore(hit, score)` returns the hit with the new score; `role(hit)` defaults to the
+    score is multiplied by its role's weight (`weight`), and by `ASKED_LANGUAGE_WEIGHT` when
+    `language(hit)` is a language the question names (`asked_languages`). A class outline
+    never ranks above one of its own methods that is among the candidates (the method is what
+    answers). `rescore(hit, score)` returns the hit with the new score; `role(hit)` defaults to the
     role of its path. Hits for which `quoting(hit)` holds (they contain a message the question
     quotes) rank ahead of all others, in the same order among themselves."""
     asked = asked_roles(query)
+    languages = asked_languages(query) if language is not None else frozenset()
     role_for = role or (lambda h: role_of(h.path))
-    scored = [(h, h.score * weight(role_for(h), asked)) for h in hits]
+
+    def weighed(h: R) -> float:
+        score = h.score * weight(role_for(h), asked)
+        if languages and language is not None and language(h) in languages:
+            score *= ASKED_LANGUAGE_WEIGHT
+        return score
+
+    scored = [(h, weighed(h)) for h in hits]
     best_method: dict[tuple[str, str], float] = {}
     for h, score in scored:
         if h.kind == "method":

@@ -57,9 +57,10 @@ T = TypeVar("T")
 SNIPPET_LINES = 12
 SNIPPET_CHARS = 600
 SYNC_BATCH = 256
-# Bumped when what a point's payload holds changes in a way a sync must repair (2: `role`), so
-# markers of syncs made before are not taken as current.
-PAYLOAD_VERSION = 2
+# Bumped when what a point's payload holds changes in a way a sync must repair (2: `role`; 3:
+# packaging metadata became `generated`), so markers of syncs made before are not taken as
+# current. A sync that finds only roles changed rewrites those payloads and embeds nothing.
+PAYLOAD_VERSION = 3
 
 
 @dataclass(frozen=True, slots=True)

@@ -493,4 +493,5 @@ class VectorStore:
             rescore=lambda h, score: replace(h, score=score),
             role=lambda h: cast(Role, h.role),
             quoting=lambda h: h.chunk_id in quoting,
+            language=lambda h: h.language,
         )

@@ -328,3 +328,38 @@ def test_the_embedded_store_does_not_import_qdrant_client(tmp_path: Path) -> Non
         check=True,
     )
     assert out.stdout.strip() == "False", out.stderr
+
+
+async def test_packaging_metadata_indexed_as_source_becomes_generated_without_re_embedding(
+    make_bot: MakeBot, tmp_path: Path
+) -> None:
+    """An index made before PKG-INFO was `generated` (payload version 2) is relabelled by the
+    next sync: the metadata that repeats the README stops outranking the code."""
+    from sqlmodel import col, select
+
+    from core.code.search import PAYLOAD_VERSION
+    from core.store.models import CodeChunk, VectorSync
+
+    pkg_info = "Metadata-Version: 2.1\nName: shop\nSummary: an online shop with carts\n"
+    bot = await indexed_bot(make_bot, tmp_path, extra={"shop.egg-info/PKG-INFO": pkg_info})
+    (repo,) = await bot.app.repos.all()
+    search = bot.app.search
+    store = await search.store()
+    async with bot.app.db.session() as s:
+        stmt = select(CodeChunk.id).where(col(CodeChunk.path) == "shop.egg-info/PKG-INFO")
+        metadata = sorted(int(i) for i in (await s.exec(stmt)).all())
+    assert metadata
+    assert {(await store.point_states("shop"))[i].role for i in metadata} == {"generated"}
+
+    # As the release before left it: the metadata labelled source, its sync marker at p2.
+    await store.backend.set_payload(metadata, {"role": "source"})
+    async with bot.app.db.session() as s:
+        for row in (await s.exec(select(VectorSync))).all():
+            row.collection = row.collection.replace(f"@p{PAYLOAD_VERSION}@", "@p2@")
+            s.add(row)
+    assert not await search.in_sync(repo)
+
+    again = await search.sync(repo)
+    assert (again.embedded, again.deleted, again.relabelled) == (0, 0, len(metadata))
+    assert {(await store.point_states("shop"))[i].role for i in metadata} == {"generated"}
+    assert await search.in_sync(repo)

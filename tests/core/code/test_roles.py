@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from core.code.roles import Role, asked_roles, rerank, role_of
+from core.code.roles import Role, asked_languages, asked_roles, rerank, role_of
 
 
 @pytest.mark.parametrize(
@@ -65,6 +65,12 @@ from core.code.roles import Role, asked_roles, rerank, role_of
         ("static/app.min.js", "generated"),
         ("third_party/zlib/inflate.c", "generated"),
         ("pkg/apis/zz_generated.deepcopy.go", "generated"),
+        # Python packaging metadata: written by setuptools, its long description is the README
+        ("PKG-INFO", "generated"),
+        ("src/cachetools.egg-info/PKG-INFO", "generated"),
+        ("src/wrapt.egg-info/SOURCES.txt", "generated"),
+        ("attrs-24.2.0.dist-info/METADATA", "generated"),
+        ("pkg_info.py", "source"),
     ],
 )
 def test_roles_follow_ecosystem_conventions(path: str, role: Role) -> None:
@@ -140,4 +146,65 @@ def test_a_class_outline_never_outranks_its_own_method() -> None:
         "net/other.py:send_all()",
         "net/client.py:Client.send(self, request)",
         "net/client.py:Client",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("query", "asked"),
+    [
+        ("multidict pickling support in the C extension", {"c", "cpp"}),
+        ("Where is the error raised in multidict's C iterators?", {"c", "cpp"}),
+        ("How is sortKeys honoured in the C encoder?", {"c", "cpp"}),
+        ("is this done in C?", {"c", "cpp"}),
+        ("the C++ implementation of the hash", {"cpp"}),
+        ("the Go code that retries uploads", {"go"}),
+        ("written in Rust.", {"rust"}),
+        ("the pure-Python implementation of the decoder", {"python"}),
+        ("the TypeScript side of the client", {"typescript", "tsx"}),
+        # Not a language named as the answer's
+        ("In the Python stream binding, how is the size written?", set()),  # binding code is C
+        ("we go code it later", set()),
+        ("what does option -C do", set()),
+        ("the Objective-C code", set()),
+        ("C# code that calls it", set()),
+        ("a Java class loader", set()),
+    ],
+)
+def test_asked_languages(query: str, asked: set[str]) -> None:
+    assert asked_languages(query) == asked
+
+
+@dataclass(frozen=True)
+class TwinHit:
+    path: str
+    kind: str
+    symbol: str
+    score: float
+    language: str
+
+
+def test_the_language_a_question_names_picks_between_twin_implementations() -> None:
+    twins = [
+        TwinHit("multidict/_multidict_py.py", "method", "_ItemsView._iter(self)", 0.06, "python"),
+        TwinHit("multidict/_multilib/iter.h", "function", "iter_next(self)", 0.055, "cpp"),
+    ]
+
+    def order(query: str) -> list[str]:
+        out = rerank(
+            twins,
+            query,
+            2,
+            rescore=lambda h, s: replace(h, score=s),
+            language=lambda h: h.language,
+        )
+        return [h.language for h in out]
+
+    assert order("where does iteration stop when the dict changes?") == ["python", "cpp"]
+    assert order("where do multidict's C iterators stop when the dict changes?") == [
+        "cpp",
+        "python",
+    ]
+    assert order("where does the pure-Python implementation stop iterating?") == [
+        "python",
+        "cpp",
     ]
