@@ -39,6 +39,7 @@ START_TIMEOUT = 30.0
 # How often the holder looks at its idle time: leaving up to this late costs nothing.
 IDLE_CHECK_EVERY = 1.0
 LOG_NAME = "search-holder.log"
+MAX_LOG_BYTES = 1_000_000
 
 
 async def hold_for_searches(
@@ -53,6 +54,9 @@ async def hold_for_searches(
     from core.code.vectors import VectorStoreError
     from core.store.engine import Database
 
+    if settings.qdrant_url:
+        log.info("the vector store is a Qdrant server (QDRANT_URL): nothing to hold")
+        return EXIT_OK
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -112,6 +116,10 @@ def start_holder(settings: Settings, *, timeout: float = START_TIMEOUT) -> bool:
     socket = socket_wire.socket_path(shard)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     log_path = settings.data_dir / LOG_NAME
+    # Appended to by every holder (a few lines each); started afresh once it has grown.
+    with contextlib.suppress(OSError):
+        if log_path.stat().st_size > MAX_LOG_BYTES:
+            log_path.unlink()
     idle = f"{settings.search_linger:g}"
     argv = [sys.executable, "-m", "bot.cli", "hold-search", "--idle", idle]
     # posix_spawn, not Popen: the holder outlives this process on purpose, and a Popen left

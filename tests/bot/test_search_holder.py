@@ -152,6 +152,11 @@ def test_a_second_holder_or_nothing_to_hold_leaves_at_once(
     first.send_signal(signal.SIGTERM)
     assert first.wait(STOP_DEADLINE) == 0, first_log.read_text()
 
+    server = {**indexed, "QDRANT_URL": "http://127.0.0.1:9"}  # nothing is sent to it
+    remote, log = spawn(server, "hold-search")
+    assert remote.wait(STOP_DEADLINE) == 0, log.read_text()
+    assert "Qdrant server (QDRANT_URL): nothing to hold" in log.read_text()
+
     empty = {**indexed, "THREADLINE_DATA_DIR": str(tmp_path / "empty-data")}
     alone, log = spawn(empty, "hold-search")
     assert alone.wait(STOP_DEADLINE) == 0, log.read_text()
