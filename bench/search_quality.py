@@ -87,7 +87,9 @@ Systems (all rank the same chunks of a corpus and return their top 10):
   with `search(query, k=10, mode=...)` over every repo; dense vectors from `LocalMiniLM`
   (all-MiniLM-L6-v2), cached per embed text (model name + SHA-1 of the text) in
   bench/.cache/vectors/, so only new or changed chunks are embedded on later runs (a cold run
-  embeds ~20k chunks: 10 minutes or more on 2 cores).
+  embeds ~20k chunks: 10 minutes or more on 2 cores). hybrid reads the candidates' texts as
+  the product does from SQL (`texts=`), for the quoted-message and identifier-mention evidence;
+  **hybrid-unquoted** is the same search without them.
 
 `--json` prints the metrics as JSON; `--verbose` lists each system's misses; `--append FILE`
 appends a dated Markdown section (command, machine, corpora, tables) to FILE.
@@ -148,8 +150,8 @@ CORPORA = ("wheels", "repos", "held-out", "fresh", "third", "fourth")
 DEFAULT_CORPORA = tuple(c for c in CORPORA if c != "fourth")
 ALL_SYSTEMS = ("rg", "bm25s", "bm25s-split", "dense", "sparse", "hybrid", "hybrid-unquoted")
 STORE_SYSTEMS = ("dense", "sparse", "hybrid", "hybrid-unquoted")
-# hybrid-unquoted: hybrid without the chunks' texts, so without the quoted-message step (the
-# hybrid of before it, 256dc3b); for comparison on a split read after that step was chosen.
+# hybrid-unquoted: hybrid without the chunks' texts, so without the evidence read from them:
+# the quoted-message step (256dc3b) and the identifier mentions (issue 28, round three).
 ROLES = whole_repos.ROLES
 
 STOPWORDS = frozenset(

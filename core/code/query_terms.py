@@ -1,6 +1,7 @@
 """What a search question is made of, for the vector store's query plan: the identifiers written
-in it (the exact-symbol leg), the text its dense leg embeds, and the phrases it quotes (an
-error message or a log line pasted between quotes, which a chunk either contains or not)."""
+in it (the exact-symbol leg, and the candidates whose text mentions them), the text its dense
+leg embeds, and the phrases it quotes (an error message or a log line pasted between quotes,
+which a chunk either contains or not)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,23 @@ def query_identifiers(query: str) -> list[str]:
             if name and name not in STOPWORDS and name not in names:
                 names.append(name)
     return names
+
+
+def mention_patterns(names: Sequence[str]) -> list[re.Pattern[str]]:
+    """Patterns finding each of `names` (from `query_identifiers`) as a whole identifier in a
+    chunk's text, whatever its case (`cmark_opt_github_pre_lang` finds
+    `CMARK_OPT_GITHUB_PRE_LANG`)."""
+    return [
+        re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", re.IGNORECASE)
+        for name in names
+    ]
+
+
+def mentioned(text: str, patterns: Sequence[re.Pattern[str]]) -> float:
+    """The share of the question's identifiers that `text` mentions (0 to 1)."""
+    if not patterns:
+        return 0.0
+    return sum(1 for p in patterns if p.search(text)) / len(patterns)
 
 
 # A question's frame: the interrogative and the auxiliaries after it ("Where is the", "How do

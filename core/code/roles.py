@@ -159,6 +159,9 @@ _ASKED_LANGUAGES = [
     for name, languages in _LANGUAGE_NAMES.items()
 ]
 ASKED_LANGUAGE_WEIGHT = 1.25  # a chunk in the language the question names
+# A chunk that uses every identifier the question writes (a flag, a constant, a method it calls)
+# gains half its score: the exact-symbol leg finds only chunks *named* so.
+MENTION_WEIGHT = 0.5
 
 
 def asked_languages(query: str) -> frozenset[str]:
@@ -219,10 +222,13 @@ def rerank(
     role: Callable[[R], Role] | None = None,
     quoting: Callable[[R], bool] | None = None,
     language: Callable[[R], str] | None = None,
+    mentions: Callable[[R], float] | None = None,
 ) -> list[R]:
     """The best `k` of `hits` (fused candidates, best first) once roles are weighed in: each
     score is multiplied by its role's weight (`weight`), and by `ASKED_LANGUAGE_WEIGHT` when
-    `language(hit)` is a language the question names (`asked_languages`). A class outline
+    `language(hit)` is a language the question names (`asked_languages`), and by
+    1 + `MENTION_WEIGHT` x `mentions(hit)`, the share of the identifiers the question writes
+    that the hit's text mentions (`SESSION_TIMEOUT`, `sortKeys`). A class outline
     never ranks above one of its own methods that is among the candidates (the method is what
     answers). `rescore(hit, score)` returns the hit with the new score; `role(hit)` defaults to the
     role of its path. Hits for which `quoting(hit)` holds (they contain a message the question
@@ -235,6 +241,8 @@ def rerank(
         score = h.score * weight(role_for(h), asked)
         if languages and language is not None and language(h) in languages:
             score *= ASKED_LANGUAGE_WEIGHT
+        if mentions is not None:
+            score *= 1.0 + MENTION_WEIGHT * mentions(h)
         return score
 
     scored = [(h, weighed(h)) for h in hits]

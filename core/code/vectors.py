@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
@@ -44,6 +44,8 @@ from core.code.query_terms import (
     contains_phrase,
     dense_text,
     literal_text,
+    mention_patterns,
+    mentioned,
     query_identifiers,
     quoted_phrases,
 )
@@ -184,20 +186,38 @@ def _hit(point: Scored) -> SearchHit:
 TextLookup = Callable[[Sequence[int]], Awaitable[Mapping[int, str]]]
 
 
-async def _quoting(query: str, hits: Sequence[SearchHit], texts: TextLookup | None) -> set[int]:
-    """The ids of `hits` whose text contains a message `query` quotes (`quoted_phrases`). A
-    pasted error message is exact evidence: the fused ranking weighs its words like any others,
-    and lost the chunk that raises it to chunks the dense leg liked better."""
+@dataclass(frozen=True, slots=True)
+class _TextEvidence:
+    """What candidates' texts say about a question: which contain a message it quotes, and
+    what share of the identifiers it writes each mentions."""
+
+    quoting: frozenset[int] = frozenset()
+    mentions: Mapping[int, float] = field(default_factory=dict)
+
+
+async def _text_evidence(
+    query: str, names: Sequence[str], hits: Sequence[SearchHit], texts: TextLookup | None
+) -> _TextEvidence:
+    """Read the candidates' texts, when the question quotes a message (`quoted_phrases`) or
+    writes identifiers (`names`), and say which contain them. Both are exact evidence: the
+    fused ranking weighs their words like any others, and lost the chunk that raises a pasted
+    error message, or uses the flag a question names, to chunks the dense leg liked better."""
     phrases = quoted_phrases(query)
-    if not phrases or texts is None or not hits:
-        return set()
+    if not (phrases or names) or texts is None or not hits:
+        return _TextEvidence()
     found = await texts([h.chunk_id for h in hits])
+    patterns = mention_patterns(names)
     quoting = set()
+    mentions: dict[int, float] = {}
     for chunk_id, text in found.items():
-        literal = literal_text(text)
-        if any(contains_phrase(literal, fragments) for fragments in phrases):
-            quoting.add(chunk_id)
-    return quoting
+        if phrases:
+            literal = literal_text(text)
+            if any(contains_phrase(literal, fragments) for fragments in phrases):
+                quoting.add(chunk_id)
+        share = mentioned(text, patterns)
+        if share:
+            mentions[chunk_id] = share
+    return _TextEvidence(frozenset(quoting), mentions)
 
 
 def _encode_documents(texts: Sequence[str]) -> list[Sparse]:
@@ -485,13 +505,14 @@ class VectorStore:
         hits = [_hit(p) for p in await self._backend.query(plan)]
         if mode != "hybrid":
             return hits
-        quoting = await _quoting(query, hits, texts)
+        evidence = await _text_evidence(query, names, hits, texts)
         return rerank(
             hits,
             query,
             k,
             rescore=lambda h, score: replace(h, score=score),
             role=lambda h: cast(Role, h.role),
-            quoting=lambda h: h.chunk_id in quoting,
+            quoting=lambda h: h.chunk_id in evidence.quoting,
             language=lambda h: h.language,
+            mentions=lambda h: evidence.mentions.get(h.chunk_id, 0.0),
         )

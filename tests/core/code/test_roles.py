@@ -208,3 +208,24 @@ def test_the_language_a_question_names_picks_between_twin_implementations() -> N
         "python",
         "cpp",
     ]
+
+
+def test_a_hit_that_mentions_the_questions_identifiers_gains_by_the_share_it_mentions() -> None:
+    hits = [
+        Hit("render/docs.py", "function", "describe()", 0.10),
+        Hit("render/html.py", "function", "open_fence()", 0.08),  # mentions both
+        Hit("render/text.py", "function", "plain()", 0.075),  # mentions one of the two
+    ]
+    shares = {"open_fence()": 1.0, "plain()": 0.5}
+    out = rerank(
+        hits,
+        "with RENDER_PRE_LANG and SAFE_MODE set",
+        3,
+        rescore=lambda h, s: replace(h, score=s),
+        mentions=lambda h: shares.get(h.symbol, 0.0),
+    )
+    assert [(h.symbol, round(h.score, 4)) for h in out] == [
+        ("open_fence()", 0.12),  # x1.5
+        ("describe()", 0.1),
+        ("plain()", 0.0938),  # x1.25
+    ]

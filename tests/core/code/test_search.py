@@ -162,6 +162,34 @@ async def test_a_quoted_error_message_finds_the_code_that_raises_it(
     assert plain[0].symbol.split("(")[0] != "refunds.refund"
 
 
+async def test_an_identifier_the_question_writes_finds_the_code_that_uses_it(
+    make_bot: MakeBot, tmp_path: Path
+) -> None:
+    """A flag named in a question is exact evidence: the function that reads it beats one
+    that merely talks about the same things (the exact-symbol leg finds only chunks *named*
+    like an identifier)."""
+    render = (
+        "def open_fence(block, options, out):\n"
+        "    if options & RENDER_PRE_LANG:\n"
+        "        out.write(f'<pre lang=\"{block.info}\"><code>')\n"
+        "    else:\n"
+        "        out.write('<pre><code>')\n\n\n"
+        "def describe_code_block_language(block):\n"
+        '    """Where a fenced code block says its language, that language is written out\n'
+        "    with the code block: the language of the code block, as the block's info string\n"
+        '    names the language."""\n'
+        "    return block.info.split()[0] if block.info else ''\n"
+    )
+    bot = await indexed_bot(make_bot, tmp_path, extra={"render/html.py": render})
+    question = "With RENDER_PRE_LANG set, where is a fenced code block's language written out?"
+    top = await bot.app.search.search(question, ["shop"], k=3)
+    assert top[0].symbol.split("(")[0] == "html.open_fence"
+    # Without the candidates' texts (no evidence from them), the wordier function wins.
+    store = await bot.app.search.store()
+    plain = await store.search(question, repos=["shop"], k=3)
+    assert plain[0].symbol.split("(")[0] == "html.describe_code_block_language"
+
+
 async def test_source_ranks_above_tests_and_docs_about_it_unless_they_are_asked_for(
     make_bot: MakeBot, tmp_path: Path
 ) -> None:
