@@ -28,7 +28,10 @@ the embedded vector store (a Qdrant Edge shard under DATA_DIR/qdrant-edge).
    open, model load, first search, timed apart, with RSS after each (a bot process holding the
    index with the embedder loaded).
 6. `threadline search` as a new process: `--cli-runs` runs of the real command on the indexed
-   data dir (wall time, interpreter start included), and one profiled run in a child that
+   data dir (wall time, interpreter start included) with THREADLINE_SEARCH_LINGER=0, each
+   opening everything itself; `--cli-runs` + 1 more at the default, where the first starts
+   `threadline hold-search` (bot/search_holder.py) and every run is answered by it (the first
+   reported apart; the holder is asked to leave after); one profiled run in a child that
    times its phases (imports, app build, database, store open, model load, search) and says
    whether qdrant-client was imported. Then the same beside a bot: a child process holds the
    store (and shares it on its socket) with the embedder loaded, `--cli-runs` more searches
