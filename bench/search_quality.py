@@ -41,8 +41,9 @@ bitarray's C core), the same way. Queries: bench/search_queries_fresh.json.
 quoted-message step had been chosen (boltons, toolz and sqlparse in Python; multidict, wrapt,
 setproctitle, cbor2, ujson and xxhash in C). Queries: bench/search_queries_third.json.
 
-**fourth**: a fourth split, written at the end of the session that read the third, and not read
-by anyone yet: the clean check for the next ranking change. Queries:
+**fourth**: a fourth split, written at the end of the session that read the third, and read
+once, after round three's last ranking changes (packaging metadata, the asked language,
+identifier mentions) had been chosen on the others (RESULTS.md, 2026-12-04). Queries:
 bench/search_queries_fourth.json.
 
 Queries are natural-language questions written from reading the code (before any system was
