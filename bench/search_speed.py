@@ -638,20 +638,23 @@ def cli_command() -> list[str]:
 def cli_runs(env: dict[str, str], queries: Sequence[str], runs: int) -> list[float]:
     """Wall ms of `threadline search QUERY --json` runs (the first, which warms the page cache,
     left out)."""
-    wall = []
-    for q in list(queries)[: runs + 1]:
-        t0 = time.perf_counter()
-        proc = subprocess.run(
-            [*cli_command(), "search", q, "--json"],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        wall.append((time.perf_counter() - t0) * 1000)
-        if proc.returncode != 0 or not json.loads(proc.stdout)["results"]:
-            raise SystemExit(f"threadline search failed:\n{proc.stderr}")
-    return wall[1:]
+    return [timed_search(env, q) for q in list(queries)[: runs + 1]][1:]
+
+
+def timed_search(env: dict[str, str], query: str) -> float:
+    """Wall ms of one `threadline search QUERY --json`, which must find something."""
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [*cli_command(), "search", query, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    wall = (time.perf_counter() - t0) * 1000
+    if proc.returncode != 0 or not json.loads(proc.stdout)["results"]:
+        raise SystemExit(f"threadline search failed:\n{proc.stderr}")
+    return wall
 
 
 def cli_runs_with_holder(
@@ -664,21 +667,9 @@ def cli_runs_with_holder(
     from config.settings import Settings
     from core.code.socket_wire import ask, socket_path
 
-    wall = []
     shard = embedded_shard(Settings(data_dir=data_dir))
     try:
-        for q in queries:
-            t0 = time.perf_counter()
-            proc = subprocess.run(
-                [*cli_command(), "search", q, "--json"],
-                env=env,
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            wall.append((time.perf_counter() - t0) * 1000)
-            if proc.returncode != 0 or not json.loads(proc.stdout)["results"]:
-                raise SystemExit(f"threadline search failed:\n{proc.stderr}")
+        return [timed_search(env, q) for q in queries]
     finally:
         if socket_path(shard).exists():
             ask(shard, {"op": "release"}, timeout=30)
@@ -686,7 +677,6 @@ def cli_runs_with_holder(
             if not socket_path(shard).exists():
                 break
             time.sleep(0.05)
-    return wall
 
 
 # A bot process: holds the store (and shares it), with the embedder loaded, until stdin closes.

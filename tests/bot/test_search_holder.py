@@ -46,6 +46,17 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = STOP_DEA
         time.sleep(0.05)
 
 
+def holding(
+    start: Spawn, env: dict[str, str], idle: str = "600"
+) -> tuple[subprocess.Popen[bytes], Path]:
+    """`threadline hold-search --idle IDLE` (started with the `spawn` fixture), once it
+    shares the store."""
+    shard = shard_of(env)
+    proc, log = start(env, "hold-search", "--idle", idle)
+    wait_until(lambda: socket_path(shard).exists(), proc, log, "the holder's socket")
+    return proc, log
+
+
 @pytest.fixture
 def indexed(cli_env: dict[str, str], tmp_path: Path) -> Iterator[dict[str, str]]:  # noqa: F811
     """The shop indexed into the CLI's data dir; a holder left running is told to go."""
@@ -123,14 +134,12 @@ def test_the_holder_leaves_when_idle_and_on_sigterm(
     spawn: Spawn,  # noqa: F811
 ) -> None:
     shard = shard_of(indexed)
-    proc, log = spawn(indexed, "hold-search", "--idle", "0.5")
-    wait_until(lambda: socket_path(shard).exists(), proc, log, "the holder's socket")
+    proc, log = holding(spawn, indexed, "2")
     assert proc.wait(STOP_DEADLINE) == 0, log.read_text()
-    assert "no search for 0.5s" in log.read_text()
+    assert "no search for 2s" in log.read_text()
     assert not socket_path(shard).exists()
 
-    proc, log = spawn(indexed, "hold-search", "--idle", "600")
-    wait_until(lambda: socket_path(shard).exists(), proc, log, "the holder's socket")
+    proc, log = holding(spawn, indexed)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(STOP_DEADLINE) == 0, log.read_text()
     assert not socket_path(shard).exists()
@@ -142,9 +151,7 @@ def test_a_second_holder_or_nothing_to_hold_leaves_at_once(
     spawn: Spawn,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    shard = shard_of(indexed)
-    first, first_log = spawn(indexed, "hold-search", "--idle", "600")
-    wait_until(lambda: socket_path(shard).exists(), first, first_log, "the holder's socket")
+    first, first_log = holding(spawn, indexed)
     second, log = spawn(indexed, "hold-search", "--idle", "600")
     assert second.wait(STOP_DEADLINE) == 0, log.read_text()
     assert "another process holds the vector store" in log.read_text()
@@ -209,8 +216,7 @@ async def test_a_killed_holders_socket_does_not_fool_the_next_search(
     tmp_path: Path,
 ) -> None:
     shard = shard_of(indexed)
-    proc, log = spawn(indexed, "hold-search", "--idle", "600")
-    wait_until(lambda: socket_path(shard).exists(), proc, log, "the holder's socket")
+    proc, _ = holding(spawn, indexed)
     proc.kill()
     proc.wait(STOP_DEADLINE)
     assert socket_path(shard).exists()  # left behind
