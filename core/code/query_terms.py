@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from core.memory.ranking import STOPWORDS
 
@@ -40,21 +41,31 @@ def query_identifiers(query: str) -> list[str]:
     return names
 
 
-def mention_patterns(names: Sequence[str]) -> list[re.Pattern[str]]:
-    """Patterns finding each of `names` (from `query_identifiers`) as a whole identifier in a
-    chunk's text, whatever its case (`cmark_opt_github_pre_lang` finds
-    `CMARK_OPT_GITHUB_PRE_LANG`)."""
+@dataclass(frozen=True, slots=True)
+class Mention:
+    """One identifier a question writes (lower-cased, as `query_identifiers` gives it), and the
+    pattern that finds it as a whole identifier in a chunk's text, whatever its case
+    (`cmark_opt_github_pre_lang` finds `CMARK_OPT_GITHUB_PRE_LANG`)."""
+
+    name: str
+    pattern: re.Pattern[str]
+
+
+def mention_patterns(names: Sequence[str]) -> list[Mention]:
     return [
-        re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", re.IGNORECASE)
+        Mention(name, re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", re.I))
         for name in names
     ]
 
 
-def mentioned(text: str, patterns: Sequence[re.Pattern[str]]) -> float:
-    """The share of the question's identifiers that `text` mentions (0 to 1)."""
-    if not patterns:
+def mentioned(text: str, mentions: Sequence[Mention]) -> float:
+    """The share of the question's identifiers that `text` mentions (0 to 1). A substring test
+    first: most candidates mention none, and the pattern is run only on those that might."""
+    if not mentions:
         return 0.0
-    return sum(1 for p in patterns if p.search(text)) / len(patterns)
+    lowered = text.lower()
+    found = sum(1 for m in mentions if m.name in lowered and m.pattern.search(text))
+    return found / len(mentions)
 
 
 # A question's frame: the interrogative and the auxiliaries after it ("Where is the", "How do

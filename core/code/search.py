@@ -365,22 +365,27 @@ class CodeSearch:
         if not ids:
             return {}
         async with self._db.session() as s:
-            rows = (await s.exec(select(CodeChunk).where(col(CodeChunk.id).in_(ids)))).all()
-            stmt = (
+            # Columns, not rows: this runs on every search, and building 60 ORM objects cost
+            # more than the query.
+            stmt = select(CodeChunk.id, CodeChunk.repo_id, CodeChunk.path, CodeChunk.text)
+            rows = (await s.exec(stmt.where(col(CodeChunk.id).in_(ids)))).all()
+            formats = (
                 select(Repo.id, RepoChunkFormat.version)
                 .join(RepoChunkFormat, isouter=True)
                 .where(col(Repo.name).in_(list(repos)))
             )
             current = {
                 repo_id
-                for repo_id, version in (await s.exec(stmt)).all()
+                for repo_id, version in (await s.exec(formats)).all()
                 if version == CHUNK_FORMAT
             }
+        if all(repo_id in current for _, repo_id, _, _ in rows):
+            return {int(i or 0): text for i, _, _, text in rows}
 
         def texts_of() -> dict[int, str]:
             return {
-                int(r.id or 0): r.text if r.repo_id in current else redact(r.text, r.path)
-                for r in rows
+                int(i or 0): text if repo_id in current else redact(text, path)
+                for i, repo_id, path, text in rows
             }
 
         return await asyncio.to_thread(texts_of)
@@ -402,6 +407,13 @@ class CodeSearch:
 
         if not repos:
             return []
+        read: dict[int, str] = {}  # texts the ranking read: the snippets need no second read
+
+        async def texts_for(ids: Sequence[int]) -> dict[int, str]:
+            found = await self._texts(ids, repos)
+            read.update(found)
+            return found
+
         hits: list[SearchHit] = await self._use(
             lambda store: store.search(
                 query,
@@ -409,12 +421,13 @@ class CodeSearch:
                 roles=list(roles) if roles is not None else None,
                 k=min(max(k, 1), MAX_TOP_K),
                 mode=mode,
-                texts=lambda ids: self._texts(ids, repos),
+                texts=texts_for,
             )
         )
         if not hits:
             return []
-        texts = await self._texts([h.chunk_id for h in hits], repos)
+        missing = [h.chunk_id for h in hits if h.chunk_id not in read]
+        texts = {**read, **await self._texts(missing, repos)} if missing else read
         async with self._db.session() as s:
             stmt = select(Repo.name, Repo.root).where(col(Repo.name).in_(list(repos)))
             roots = {name: Path(root) for name, root in (await s.exec(stmt)).all()}
