@@ -112,9 +112,11 @@ def _as_word(answer: str, name: str) -> int | None:
 
 
 def _symbol_named(answer: str, symbol: str) -> bool:
-    """The answer names the symbol, qualified or not: as a word, or in backticks when it is
-    short enough to be an ordinary word (`run`)."""
-    for name in {symbol, symbol.rsplit(".", 1)[-1], symbol.rsplit("::", 1)[-1]}:
+    """The answer names the symbol, qualified or not, without its parameters (search hits'
+    symbols carry them: `billing.refund(order, amount)`): as a word, or in backticks when it
+    is short enough to be an ordinary word (`run`)."""
+    head = symbol.split("(", 1)[0].strip()
+    for name in {symbol, head, head.rsplit(".", 1)[-1], head.rsplit("::", 1)[-1]}:
         if len(name) >= 4 and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", answer):
             return True
         if name and re.search(rf"`[^`\n]*(?<!\w){re.escape(name)}(?!\w)[^`\n]*`", answer):

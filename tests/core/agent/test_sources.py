@@ -298,6 +298,20 @@ def test_a_named_symbol_or_cited_line_ranks_before_the_rest_of_its_file() -> Non
     ]
 
 
+def test_a_search_hit_is_named_without_its_parameters() -> None:
+    """Search hits carry their symbols as the chunker writes them, with the parameter list;
+    an answer names the function, not its signature."""
+    hits = [
+        loc("src/render.py", 1, 5, "search", "render.open_fence(block, options, out)"),
+        loc("src/_render.c", 1, 3, "search", "_render.close_fence(int options)"),
+        loc("src/net.py", 10, 20, "search", "Client.send(self, request)"),
+        loc("src/jobs.py", 40, 60, "search", "Job.run(self)"),
+    ]
+    picked = pick_code("open_fence checks the flag; Client.send retries, `run` waits.", hits)
+    assert [p.path for p in picked] == ["src/render.py", "src/net.py", "src/jobs.py"]
+    assert pick_code("The fence is closed in C.", hits) == []  # nothing named: no source
+
+
 def test_ranges_of_a_file_merge_when_they_overlap_or_nearly_touch() -> None:
     hits = [
         loc("a.py", 1, 10, "read"),
