@@ -114,7 +114,23 @@ def start_holder(settings: Settings, *, timeout: float = START_TIMEOUT) -> bool:
 
     shard = embedded_shard(settings)
     socket = socket_wire.socket_path(shard)
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        pid = _spawn(settings)
+    except OSError as exc:  # a data dir it cannot write its log to, no interpreter...
+        log.debug("could not start threadline hold-search: %s", exc)
+        return False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if socket.exists() and _answers(shard):  # not the socket a killed holder left
+            return True
+        if os.waitpid(pid, os.WNOHANG) != (0, 0):  # it left (and is reaped)
+            return False
+        time.sleep(0.02)
+    return False
+
+
+def _spawn(settings: Settings) -> int:
+    """`threadline hold-search` in its own session, its output in DATA_DIR's log; its pid."""
     log_path = settings.data_dir / LOG_NAME
     # Appended to by every holder (a few lines each); started afresh once it has grown.
     with contextlib.suppress(OSError):
@@ -124,7 +140,7 @@ def start_holder(settings: Settings, *, timeout: float = START_TIMEOUT) -> bool:
     argv = [sys.executable, "-m", "bot.cli", "hold-search", "--idle", idle]
     # posix_spawn, not Popen: the holder outlives this process on purpose, and a Popen left
     # running is reported as a leak when the command runs inside another program (tests).
-    pid = os.posix_spawn(
+    return os.posix_spawn(
         sys.executable,
         argv,
         {**os.environ, "PYTHONPATH": _import_path()},
@@ -141,14 +157,6 @@ def start_holder(settings: Settings, *, timeout: float = START_TIMEOUT) -> bool:
         ],
         setsid=True,  # its own session: a Ctrl-C at this shell does not reach it
     )
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if socket.exists() and _answers(shard):  # not the socket a killed holder left
-            return True
-        if os.waitpid(pid, os.WNOHANG) != (0, 0):  # it left (and is reaped)
-            return False
-        time.sleep(0.02)
-    return False
 
 
 def _answers(shard: Path) -> bool:

@@ -21,11 +21,19 @@ def bare_name(symbol: str) -> str:
     return head.rsplit(".", 1)[-1].strip().lower()
 
 
+# A question names a few identifiers; a query with hundreds is a paste (a log, a file), and each
+# one costs a filter term in the exact-symbol leg and a pattern for the mentions.
+MAX_QUERY_IDENTIFIERS = 32
+
+
 def query_identifiers(query: str) -> list[str]:
-    """Words of the query written like code: in backticks, with `_`, camelCase, dots or `()`.
-    Plain English words are left to the dense and sparse legs."""
+    """Words of the query written like code: in backticks, with `_`, camelCase, dots or `()`;
+    the first `MAX_QUERY_IDENTIFIERS` of them. Plain English words are left to the dense and
+    sparse legs."""
     names: list[str] = []
     for match in _IDENT.finditer(query):
+        if len(names) >= MAX_QUERY_IDENTIFIERS:
+            break
         quoted, word, call = match.groups()
         if quoted is not None:
             candidates = [bare_name(quoted)] if re.fullmatch(r"[\w.()]+", quoted) else []

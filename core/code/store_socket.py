@@ -113,6 +113,7 @@ class UnknownRepository(Exception):
 
 
 HELLO_TIMEOUT = 10.0  # seconds a new connection has to send its token
+RELEASE_TIMEOUT = 10.0  # seconds a holder has to answer that it lets the store go
 MAX_LIMIT = 10_000  # results a query or a whole search may ask for (searches use at most 60)
 MAX_POINT_ID = 2**64 - 1  # Qdrant's numeric ids are unsigned 64-bit
 MAX_SPARSE_INDEX = 2**32 - 1
@@ -541,10 +542,11 @@ class RemoteBackend:
         """Ask the holder to let the store go (a `threadline hold-search` does, a bot does
         not): whether it will. It closes the store moments after answering."""
         try:
-            await self._ask({"op": "release"})
+            # Bounded: a holder that hangs must not hold up the asking bot's start-up.
+            await asyncio.wait_for(self._ask({"op": "release"}), RELEASE_TIMEOUT)
         except HolderGone:
             return True  # gone already
-        except VectorStoreError:
+        except (VectorStoreError, TimeoutError):
             return False
         return True
 

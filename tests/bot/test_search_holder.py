@@ -230,3 +230,18 @@ async def test_a_killed_holders_socket_does_not_fool_the_next_search(
     )
     assert (code, err, imported) == (0, "", []), holder_log(env)
     assert json.loads(out)["results"][0]["path"] == "ops/backup.go"
+
+
+async def test_a_holder_that_cannot_start_leaves_the_search_to_the_command(
+    indexed: dict[str, str], tmp_path: Path
+) -> None:
+    """Its log cannot be opened (here a folder stands where the file goes): the search is
+    answered in the command's own process, without a traceback."""
+    (Path(indexed["THREADLINE_DATA_DIR"]) / "search-holder.log").mkdir()
+    env = {**indexed, "THREADLINE_SEARCH_LINGER": "60"}
+    found = await asyncio.to_thread(
+        run_cli, env, tmp_path, "search", "nightly db dump upload", "--json"
+    )
+    assert found.returncode == 0 and "Traceback" not in found.stderr, found.stderr
+    assert json.loads(found.stdout)["results"][0]["path"] == "ops/backup.go"
+    assert not socket_path(shard_of(env)).exists()

@@ -76,6 +76,16 @@ def test_query_identifiers_are_only_code_looking_words() -> None:
     assert query_identifiers("how do we retry failed webhooks") == []
 
 
+def test_a_pasted_wall_of_identifiers_keeps_only_the_first_few() -> None:
+    """Each identifier is a filter term of the exact-symbol leg and a pattern for the mentions:
+    8,000 of them (a pasted log) took seconds of the event loop before they were bounded."""
+    from core.code.query_terms import MAX_QUERY_IDENTIFIERS
+
+    pasted = " ".join(f"x_y{i}" for i in range(8000))
+    names = query_identifiers(pasted)
+    assert names == [f"x_y{i}" for i in range(MAX_QUERY_IDENTIFIERS)]
+
+
 def test_the_dense_leg_embeds_the_question_without_its_frame() -> None:
     assert dense_text("Where is the retry policy set?") == "retry policy set?"
     assert dense_text("How do I create a user from a token") == "create a user from a token"

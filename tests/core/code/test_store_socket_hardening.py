@@ -282,3 +282,35 @@ def test_a_plan_keeps_its_fusion_over_the_wire() -> None:
     assert plan_from_json(older).fusion == "rrf"
     with pytest.raises(ValueError, match="unknown fusion 'mean'"):
         plan_from_json({**plan_json(hybrid), "fusion": "mean"})
+
+
+async def test_a_holder_that_hangs_on_release_is_given_up_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bot starting up asks the holder to let the store go; one that lets it in and then
+    never answers must not hold up the bot's start-up."""
+    from core.code import store_socket
+    from core.code.store_socket import RemoteBackend
+
+    shard = tmp_path / "code"
+    token_path(shard).write_text("t0ken")
+    asked: list[dict[str, Any]] = []
+
+    async def hang(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for answer in ({"ok": True}, None):
+            (size,) = struct.unpack(">I", await reader.readexactly(4))
+            asked.append(json.loads(await reader.readexactly(size)))
+            if answer is not None:
+                body = json.dumps(answer).encode()
+                writer.write(struct.pack(">I", len(body)) + body)
+                await writer.drain()
+        await asyncio.sleep(3600)  # the release request is never answered
+
+    with addressable(socket_path(shard)) as address:
+        server = await asyncio.start_unix_server(hang, path=address)
+    monkeypatch.setattr(store_socket, "RELEASE_TIMEOUT", 0.5)
+    try:
+        assert await RemoteBackend(shard).release() is False
+        assert asked == [{"token": "t0ken"}, {"op": "release"}]
+    finally:
+        server.close()
