@@ -295,16 +295,24 @@ async def test_a_holder_that_hangs_on_release_is_given_up_on(
     shard = tmp_path / "code"
     token_path(shard).write_text("t0ken")
     asked: list[dict[str, Any]] = []
+    done = asyncio.Event()
+    handlers: list[asyncio.Task[Any]] = []
 
     async def hang(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        for answer in ({"ok": True}, None):
-            (size,) = struct.unpack(">I", await reader.readexactly(4))
-            asked.append(json.loads(await reader.readexactly(size)))
-            if answer is not None:
-                body = json.dumps(answer).encode()
-                writer.write(struct.pack(">I", len(body)) + body)
-                await writer.drain()
-        await asyncio.sleep(3600)  # the release request is never answered
+        task = asyncio.current_task()
+        assert task is not None
+        handlers.append(task)
+        try:
+            for answer in ({"ok": True}, None):
+                (size,) = struct.unpack(">I", await reader.readexactly(4))
+                asked.append(json.loads(await reader.readexactly(size)))
+                if answer is not None:
+                    body = json.dumps(answer).encode()
+                    writer.write(struct.pack(">I", len(body)) + body)
+                    await writer.drain()
+            await done.wait()  # the release request is never answered
+        finally:
+            writer.close()
 
     with addressable(socket_path(shard)) as address:
         server = await asyncio.start_unix_server(hang, path=address)
@@ -313,4 +321,7 @@ async def test_a_holder_that_hangs_on_release_is_given_up_on(
         assert await RemoteBackend(shard).release() is False
         assert asked == [{"token": "t0ken"}, {"op": "release"}]
     finally:
+        done.set()
+        await asyncio.gather(*handlers, return_exceptions=True)
         server.close()
+        await server.wait_closed()
