@@ -17,24 +17,18 @@ Everything here is read locally: no network, and any failure just means no link.
 from __future__ import annotations
 
 import asyncio
-import logging
-import os
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.code.forge import Forge, ForgeKind, forge_of
+from core.code.git_local import git_output, run_git
 from core.code.repos import is_git_url
 
 if TYPE_CHECKING:
     from core.code.repos import RepoStore
     from core.session import ToolSession
-
-log = logging.getLogger(__name__)
-
-GIT_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,51 +48,23 @@ class Checkout:
     prefix: str  # the repository root's folder inside the git work tree ("" at the top)
 
 
-def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
-    env = {
-        **os.environ,
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_OPTIONAL_LOCKS": "0",  # `status` must not take the index lock of a live checkout
-    }
-    try:
-        return subprocess.run(
-            # No fsmonitor hook: a repository's own config must not run a program here.
-            ["git", "-c", "core.fsmonitor=false", "-C", str(root), *args],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        log.debug("git %s failed in %s: %s", args[0], root, type(exc).__name__)
-        return None
-
-
-def _out(done: subprocess.CompletedProcess[str] | None) -> str | None:
-    if done is None or done.returncode != 0:
-        return None
-    return done.stdout.strip()
-
-
 def read_checkout(root: Path) -> Checkout:
-    head = _out(_git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"))
-    pushed = _out(_git(root, "branch", "--remotes", "--contains", head)) if head else None
-    remote = _out(_git(root, "config", "--get", "remote.origin.url"))
-    prefix = _out(_git(root, "rev-parse", "--show-prefix")) or ""
+    head = git_output(run_git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"))
+    pushed = git_output(run_git(root, "branch", "--remotes", "--contains", head)) if head else None
+    remote = git_output(run_git(root, "config", "--get", "remote.origin.url"))
+    prefix = git_output(run_git(root, "rev-parse", "--show-prefix")) or ""
     return Checkout(head if pushed else None, remote or None, prefix.strip("/"))
 
 
 def head_commit(root: Path) -> str | None:
     """The commit the work tree at `root` has checked out, or None (no git, not a repository).
     Blocks on `git`: call it in a thread."""
-    return _out(_git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"))
+    return git_output(run_git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"))
 
 
 def unchanged(root: Path, path: str) -> bool:
     """`path` (relative to `root`) is tracked and has no change against HEAD."""
-    done = _git(root, "status", "--porcelain", "--untracked-files=all", "--", path)
+    done = run_git(root, "status", "--porcelain", "--untracked-files=all", "--", path)
     return done is not None and done.returncode == 0 and not done.stdout.strip()
 
 

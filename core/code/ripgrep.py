@@ -12,13 +12,14 @@ import json
 import shutil
 import subprocess
 import sysconfig
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.code.git_local import tracked_but_ignored
 from core.code.redact import redact
-from core.code.selection import MAX_FILE_BYTES, SKIPPED_DIRS, Selection
+from core.code.selection import MAX_FILE_BYTES, SKIPPED_DIRS, Selection, skipped_dir
 from core.tools.result import CodeLocation, ToolResult
 
 if TYPE_CHECKING:
@@ -30,6 +31,9 @@ MAX_LINE_CHARS = 300
 # bytes (`\u0001`): room for any line of a file within the size limit, twice (its text and the
 # submatches'). A longer one is skipped, never fatal (`read_lines`).
 RG_LINE_LIMIT = 12 * MAX_FILE_BYTES + (1 << 16)
+# Tracked files a .gitignore matches, named to ripgrep one by one (`tracked_paths`); past this
+# many, ripgrep reads ignored folders too and `Selection` drops what git does not track.
+MAX_NAMED_FILES = 1_000
 
 
 class RipgrepMissing(RuntimeError):
@@ -85,10 +89,28 @@ def _text(obj: dict[str, Any]) -> str:
     return "<non-UTF-8 text>"  # a path that is not UTF-8: Selection finds no such file
 
 
-def rg_command(pattern: str, path_glob: str | None, context_lines: int) -> list[str]:
+def tracked_paths(root: Path, path_glob: str | None) -> list[str]:
+    """The files git tracks under `root` that a .gitignore matches, and the walk reads, that
+    `path_glob` admits. ripgrep knows only the ignore files, so it is given these by name (a
+    file named on its command line is searched whatever the ignore rules say). Blocks on git."""
+    import pathspec
+
+    found = tracked_but_ignored(root) or []
+    kept = [p for p in found if not any(skipped_dir(part) for part in p.split("/")[:-1])]
+    if path_glob:
+        negated = path_glob.startswith("!")
+        spec = pathspec.GitIgnoreSpec.from_lines([path_glob.removeprefix("!")])
+        kept = [p for p in kept if spec.match_file(p) != negated]
+    return kept
+
+
+def rg_command(
+    pattern: str, path_glob: str | None, context_lines: int, tracked: Sequence[str] = ()
+) -> list[str]:
     """ripgrep, told to skip what the walk skips so it does not search in vain. What it
     reports still goes through `Selection` (its gitignore dialect differs in corners, and
-    `--glob` overrides ignore rules), so the glob here only narrows the search."""
+    `--glob` overrides ignore rules), so the glob here only narrows the search. `tracked`:
+    the files `tracked_paths` found, which ripgrep would leave out."""
     cmd = [
         ripgrep_binary(),
         "--json",
@@ -111,7 +133,9 @@ def rg_command(pattern: str, path_glob: str | None, context_lines: int) -> list[
         cmd += ["--glob", path_glob]
     for name in sorted(SKIPPED_DIRS):  # after the caller's glob: later globs win
         cmd += ["--glob", f"!{name}/"]
-    return [*cmd, "--regexp", pattern, "--", "."]
+    if len(tracked) > MAX_NAMED_FILES:
+        return [*cmd, "--no-ignore-vcs", "--regexp", pattern, "--", "."]
+    return [*cmd, "--regexp", pattern, "--", ".", *tracked]
 
 
 async def read_lines(stream: asyncio.StreamReader) -> AsyncIterator[bytes | None]:
@@ -149,6 +173,7 @@ async def grep_repo(repo: Repo, cmd: list[str], run: GrepRun) -> None:
     )
     assert proc.stdout is not None and proc.stderr is not None
     current: FileHits | None = None
+    finished: set[str] = set()  # a file named and also found in its folder is reported twice
     try:
         async for line in read_lines(proc.stdout):
             if line is None:
@@ -159,6 +184,8 @@ async def grep_repo(repo: Repo, cmd: list[str], run: GrepRun) -> None:
             if kind not in ("match", "context"):
                 continue
             rel = _text(data["path"]).removeprefix("./")
+            if rel in finished:
+                continue
             allowed = selection.known(rel)
             if allowed is None:  # first hit in this file: stats, maybe a .gitignore read
                 allowed = await asyncio.to_thread(selection.allows, rel)
@@ -170,6 +197,8 @@ async def grep_repo(repo: Repo, cmd: list[str], run: GrepRun) -> None:
                     break
                 run.matches += 1
             if current is None or current.path != rel or current.repo != repo.name:
+                if current is not None:
+                    finished.add(current.path)
                 current = FileHits(repo.name, rel)
                 run.files.append(current)
             number = int(data.get("line_number") or 0)
@@ -251,11 +280,12 @@ async def grep(
 ) -> GrepRun:
     """Search `repos` in order, stopping past `limit` matches or at `GREP_TIMEOUT` (what was
     found by then is kept), with every reported line redacted (`redact_hits`)."""
-    cmd = rg_command(pattern, path_glob, context_lines)
     run = GrepRun(limit)
     try:
         async with asyncio.timeout(GREP_TIMEOUT):
             for repo in repos:
+                tracked = await asyncio.to_thread(tracked_paths, Path(repo.root), path_glob)
+                cmd = rg_command(pattern, path_glob, context_lines, tracked)
                 await grep_repo(repo, cmd, run)
                 if run.stopped:  # one match past the limit was seen: there are more
                     break

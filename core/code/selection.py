@@ -4,8 +4,10 @@ for every code tool that reads.
 A file is readable when it is a regular file (not a symlink, and not under a symlinked folder:
 either may point anywhere), no folder on its path is a vendored or generated one
 (`SKIPPED_DIRS`), no `.gitignore` on its path ignores it (git's semantics through `pathspec`,
-the root's and nested ones), its name does not look like a secret (`core.code.secrets`), it is at
-most `MAX_FILE_BYTES`, and its first 8 KiB hold no NUL byte (binary).
+the root's and nested ones) unless git tracks it (git keeps a tracked file whatever a
+`.gitignore` says: a file force-added in an ignored folder is part of the repository), its
+name does not look like a secret (`core.code.secrets`), it is at most `MAX_FILE_BYTES`, and
+its first 8 KiB hold no NUL byte (binary).
 
 `walk()` applies these rules top-down; `Selection` answers them for one path at a time, caching
 per folder, for what reaches a file some other way: ripgrep's hits (whatever `path_glob` the
@@ -21,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
+from core.code.git_local import tracked_files
 from core.code.secrets import looks_secret
 
 if TYPE_CHECKING:
@@ -125,6 +128,38 @@ def file_refusal(rel: str, st: os.stat_result, path: Path, max_bytes: int) -> Re
         return "missing"
 
 
+class TrackedFiles:
+    """The files git tracks under a root, asked for once, and only the first time a
+    `.gitignore` excludes something (most lookups never need git). Not in a git work tree, or
+    git unavailable: nothing is tracked, and the `.gitignore` files decide alone."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._files: frozenset[str] | None = None
+        self._folders: frozenset[str] = frozenset()
+
+    def _load(self) -> frozenset[str]:
+        if self._files is None:
+            files = tracked_files(self.root) or frozenset()
+            folders = set()
+            for path in files:
+                folder = path.rpartition("/")[0]
+                while folder and folder not in folders:
+                    folders.add(folder)
+                    folder = folder.rpartition("/")[0]
+            self._files, self._folders = files, frozenset(folders)
+        return self._files
+
+    def has(self, rel: str) -> bool:
+        """Whether git tracks the file `rel`."""
+        return rel in self._load()
+
+    def inside(self, folder: str) -> bool:
+        """Whether git tracks a file somewhere in `folder`."""
+        self._load()
+        return folder in self._folders
+
+
 class Selection:
     """The rules for one repository, asked per path (repo-relative, "/"-separated, clean: see
     `core.code.paths.clean_relative`). Caches per folder and per file: make one per request,
@@ -134,7 +169,9 @@ class Selection:
         self.root = root.resolve()
         self.max_bytes = max_bytes
         self._specs: dict[str, Specs] = {}
-        self._folders: dict[str, bool] = {}  # folder -> excluded (skipped or ignored)
+        self._skipped: dict[str, bool] = {}  # folder -> it or a parent is a skipped folder
+        self._ignored: dict[str, bool] = {}  # folder -> a .gitignore ignores it or a parent
+        self._tracked = TrackedFiles(self.root)
         self._links: dict[str, bool] = {}  # folder -> it or a parent is not a real folder
         self._files: dict[str, Refusal | None] = {}
 
@@ -148,18 +185,26 @@ class Selection:
             self._specs[folder] = cached
         return cached
 
-    def _folder_excluded(self, folder: str) -> bool:
+    def _folder_skipped(self, folder: str) -> bool:
         if not folder:
             return False
-        cached = self._folders.get(folder)
+        cached = self._skipped.get(folder)
         if cached is None:
             parent, _, name = folder.rpartition("/")
-            cached = (
-                self._folder_excluded(parent)
-                or skipped_dir(name)
-                or ignored(self._specs_in(parent), folder, is_dir=True)
+            cached = self._folder_skipped(parent) or skipped_dir(name)
+            self._skipped[folder] = cached
+        return cached
+
+    def _folder_ignored(self, folder: str) -> bool:
+        if not folder:
+            return False
+        cached = self._ignored.get(folder)
+        if cached is None:
+            parent = folder.rpartition("/")[0]
+            cached = self._folder_ignored(parent) or ignored(
+                self._specs_in(parent), folder, is_dir=True
             )
-            self._folders[folder] = cached
+            self._ignored[folder] = cached
         return cached
 
     def _folder_linked(self, folder: str) -> bool:
@@ -177,10 +222,14 @@ class Selection:
         return cached
 
     def excluded(self, rel: str) -> bool:
-        """Whether a folder on `rel`'s path is skipped or a .gitignore ignores `rel` (no look at
-        the file itself: it need not exist)."""
+        """Whether a folder on `rel`'s path is skipped, or a .gitignore ignores `rel` and git
+        does not track it (no look at the file itself: it need not exist)."""
         folder = rel.rpartition("/")[0]
-        return self._folder_excluded(folder) or ignored(self._specs_in(folder), rel, False)
+        if self._folder_skipped(folder):
+            return True
+        if self._folder_ignored(folder) or ignored(self._specs_in(folder), rel, False):
+            return not self._tracked.has(rel)
+        return False
 
     def refusal(self, rel: str) -> Refusal | None:
         """Why the walk would leave `rel` out, or None if it is readable. Checked in the order

@@ -2,8 +2,8 @@
 
 `walk(root)` yields the readable files of a work tree, by the rules of `core.code.selection`
 (which every code tool applies too): `.gitignore` files are honoured (the root's and nested
-ones), vendored and generated folders are skipped, and so are symlinks, binary files, files
-over the size limit and files that look like secrets.
+ones) for the files git does not track, vendored and generated folders are skipped, and so
+are symlinks, binary files, files over the size limit and files that look like secrets.
 
 `index_repo(...)` brings a repository's `RepoFile` rows in line with the work tree: unchanged
 files are recognised by size and mtime (then by hash when those moved), changed and new files
@@ -30,6 +30,7 @@ from core.code.selection import (
     SKIPPED_DIRS,
     Selection,
     Specs,
+    TrackedFiles,
     file_refusal,
     ignore_spec,
     ignored,
@@ -84,10 +85,20 @@ class IndexResult:
 def walk(root: Path, *, max_bytes: int = MAX_FILE_BYTES) -> Iterator[WalkedFile]:
     """The files of `root` Threadline may read, in a stable (sorted) order."""
     root = root.resolve()
-    yield from _walk_dir(root, "", [], max_bytes)
+    yield from _walk_dir(root, "", [], max_bytes, TrackedFiles(root), only_tracked=False)
 
 
-def _walk_dir(directory: Path, rel: str, specs: Specs, max_bytes: int) -> Iterator[WalkedFile]:
+def _walk_dir(
+    directory: Path,
+    rel: str,
+    specs: Specs,
+    max_bytes: int,
+    tracked: TrackedFiles,
+    *,
+    only_tracked: bool,
+) -> Iterator[WalkedFile]:
+    """`only_tracked`: a .gitignore ignores this folder, so only what git tracks in it is read
+    (as in git, nothing inside an ignored folder can be un-ignored)."""
     spec = ignore_spec(directory)
     if spec is not None:
         specs = [*specs, (rel, spec)]
@@ -104,10 +115,15 @@ def _walk_dir(directory: Path, rel: str, specs: Specs, max_bytes: int) -> Iterat
         if stat.S_ISDIR(st.st_mode):
             if skipped_dir(entry.name) or not printable_name(entry.name):
                 continue
-            if ignored(specs, child, True):
+            inner = only_tracked or ignored(specs, child, True)
+            if inner and not tracked.inside(child):
                 continue
-            yield from _walk_dir(Path(entry.path), child, specs, max_bytes)
-        elif not ignored(specs, child, False):
+            yield from _walk_dir(
+                Path(entry.path), child, specs, max_bytes, tracked, only_tracked=inner
+            )
+        else:
+            if (only_tracked or ignored(specs, child, False)) and not tracked.has(child):
+                continue
             if file_refusal(child, st, Path(entry.path), max_bytes) is None:
                 yield WalkedFile(child, st.st_size, st.st_mtime_ns)
 
