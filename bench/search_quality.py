@@ -1,7 +1,7 @@
 """Code-search quality: ripgrep, BM25, dense, sparse and hybrid side by side, on six corpora.
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python bench/search_quality.py
-        [--corpus wheels,repos,held-out,fresh,third,fourth,fifth]
+        [--corpus wheels,repos,held-out,fresh,third,fourth,fifth] [--embedder local|settings]
         [--systems rg,bm25s,bm25s-split,dense,sparse,hybrid,hybrid-unquoted]
         [--verbose] [--json] [--append bench/RESULTS.md] [--check-queries FILE]
 
@@ -91,11 +91,13 @@ Systems (all rank the same chunks of a corpus and return their top 10):
 - **dense**, **sparse**, **hybrid**: Threadline's `VectorStore` (core/code/vectors.py), built in
   process for each corpus by `open_store` (the one place that knows its constructor), searched
   with `search(query, k=10, mode=...)` over every repo; dense vectors from `LocalMiniLM`
-  (all-MiniLM-L6-v2), cached per embed text (model name + SHA-1 of the text) in
-  bench/.cache/vectors/, so only new or changed chunks are embedded on later runs (a cold run
-  embeds ~20k chunks: 10 minutes or more on 2 cores). hybrid reads the candidates' texts as
-  the product does from SQL (`texts=`), for the quoted-message and identifier-mention evidence;
-  **hybrid-unquoted** is the same search without them.
+  (all-MiniLM-L6-v2; `--embedder settings`: the model Threadline's settings name, such as a
+  code embedding model behind an OpenAI-compatible endpoint), cached per embed text (model
+  name + SHA-1 of the text) in bench/.cache/vectors/, so only new or changed chunks are
+  embedded on later runs (a cold run embeds ~20k chunks: 10 minutes or more on 2 cores).
+  hybrid reads the candidates' texts as the product does from SQL (`texts=`), for the
+  quoted-message and identifier-mention evidence; **hybrid-unquoted** is the same search
+  without them.
 
 `--json` prints the metrics as JSON; `--verbose` lists each system's misses; `--append FILE`
 appends a dated Markdown section (command, machine, corpora, tables) to FILE.
@@ -722,10 +724,23 @@ async def search_store(store: Any, query: str, system: str, chunks: Sequence[Chu
     return [int(h.chunk_id) for h in hits][:K]
 
 
-async def _run_store(modes: Sequence[str], corpus: Corpus) -> list[SystemResult]:
+def make_embedder(kind: str) -> Any:
+    """`local`: all-MiniLM-L6-v2 in this process, the default install's model. `settings`: the
+    embedder Threadline's own settings build (`EMBEDDINGS_PROVIDER=openai` with
+    `EMBEDDINGS_URL`, `EMBEDDINGS_MODEL`, `EMBEDDINGS_DIMENSION`), so a code-trained model served
+    behind an OpenAI-compatible endpoint is measured on the same questions, its vectors cached
+    apart under its own name."""
+    if kind == "settings":
+        from bot.code_parts import build_embedder
+        from config.settings import Settings
+
+        return build_embedder(Settings())
     from core.code.embeddings import LocalMiniLM
 
-    embedder = LocalMiniLM()
+    return LocalMiniLM()
+
+
+async def _run_store(modes: Sequence[str], corpus: Corpus, embedder: Any) -> list[SystemResult]:
     results = [SystemResult(mode) for mode in modes]
     t0 = time.perf_counter()
     vectors = VectorCache(embedder).vectors([c.embed_text for c in corpus.chunks])
@@ -749,11 +764,11 @@ async def _run_store(modes: Sequence[str], corpus: Corpus) -> list[SystemResult]
     return results
 
 
-def run_store(modes: Sequence[str], corpus: Corpus) -> list[SystemResult]:
+def run_store(modes: Sequence[str], corpus: Corpus, embedder: Any) -> list[SystemResult]:
     why = store_available()
     if why is not None:
         return [SystemResult(mode, pending=why) for mode in modes]
-    return asyncio.run(_run_store(modes, corpus))
+    return asyncio.run(_run_store(modes, corpus, embedder))
 
 
 # -- report ---------------------------------------------------------------------------------------
@@ -1038,8 +1053,9 @@ def summary_markdown(report: Report) -> str:
     return "\n".join(parts)
 
 
-def markdown_section(reports: Sequence[Report], invocation: str) -> str:
+def markdown_section(reports: Sequence[Report], invocation: str, embedder: str) -> str:
     facts = "\n".join(f"- {k}: {v}" for k, v in machine_facts().items())
+    facts += f"\n- dense embedder: {embedder}"
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     body = "\n\n".join(summary_markdown(r) for r in reports)
     return (
@@ -1104,7 +1120,7 @@ def metrics_json(report: Report) -> dict[str, Any]:
 # -- main -----------------------------------------------------------------------------------------
 
 
-def run_systems(names: Sequence[str], corpus: Corpus) -> list[SystemResult]:
+def run_systems(names: Sequence[str], corpus: Corpus, embedder: Any) -> list[SystemResult]:
     results: dict[str, SystemResult] = {}
     if "rg" in names:
         results["rg"] = run_rg(corpus)
@@ -1114,13 +1130,13 @@ def run_systems(names: Sequence[str], corpus: Corpus) -> list[SystemResult]:
         results["bm25s-split"] = run_bm25("bm25s-split", corpus, split_identifiers)
     modes = [m for m in STORE_SYSTEMS if m in names]
     if modes:
-        for result in run_store(modes, corpus):
+        for result in run_store(modes, corpus, embedder):
             results[result.name] = result
     return [results[n] for n in ALL_SYSTEMS if n in results]
 
 
-def evaluate(names: Sequence[str], corpus: Corpus) -> Report:
-    results = run_systems(names, corpus)
+def evaluate(names: Sequence[str], corpus: Corpus, embedder: Any) -> Report:
+    results = run_systems(names, corpus, embedder)
     ran = [r for r in results if r.pending is None]
     queries, chunks = corpus.queries, corpus.chunks
     ranks = {r.name: ranks_of(r, queries, chunks, outlines=False) for r in ran}
@@ -1133,6 +1149,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--corpus", default=",".join(DEFAULT_CORPORA), help="comma-separated")
     parser.add_argument("--systems", default=",".join(ALL_SYSTEMS), help="comma-separated")
+    parser.add_argument(
+        "--embedder",
+        choices=("local", "settings"),
+        default="local",
+        help="dense vectors: all-MiniLM-L6-v2 in process, or the model Threadline's settings name",
+    )
     parser.add_argument("--verbose", action="store_true", help="list each system's misses")
     parser.add_argument("--json", action="store_true", help="print metrics as JSON only")
     parser.add_argument("--append", type=Path, metavar="FILE", help="append results (Markdown)")
@@ -1173,6 +1195,8 @@ def main(argv: list[str] | None = None) -> int:
         "fourth": lambda: held_out_corpus(split="fourth"),
         "fifth": lambda: held_out_corpus(split="fifth"),
     }
+    embedder = make_embedder(args.embedder)
+    print(f"embedder: {embedder.name} ({embedder.dimension} dimensions)", file=sys.stderr)
     reports = []
     for name in args.corpus:
         t0 = time.perf_counter()
@@ -1182,7 +1206,7 @@ def main(argv: list[str] | None = None) -> int:
             f"({time.perf_counter() - t0:.1f} s to load)",
             file=sys.stderr,
         )
-        reports.append(evaluate(args.systems, corpus))
+        reports.append(evaluate(args.systems, corpus, embedder))
     if args.json:
         print(
             json.dumps(
@@ -1196,7 +1220,8 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(misses_text(r) for r in reports))
     if args.append:
         invocation = shlex.join([".venv/bin/python", "bench/search_quality.py", *sys.argv[1:]])
-        append_section(args.append, markdown_section(reports, invocation))
+        model = f"{embedder.name} ({embedder.dimension} dimensions)"
+        append_section(args.append, markdown_section(reports, invocation, model))
         print(f"appended to {args.append}", file=sys.stderr)
     return 0
 
