@@ -14,13 +14,18 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 GIT_TIMEOUT = 10.0
+# Variables that point git at another repository, index or work tree than `-C root` names
+# (set when Threadline itself runs from a git hook, say): never passed on.
+REDIRECTING = frozenset(
+    {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR"}
+)
 
 
 def run_git(root: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
     """`git -C root args...`, its output as text (bytes that are not UTF-8, as in a file
     name, come through as lone surrogates, the way `os.scandir` names them)."""
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k not in REDIRECTING},
         "GIT_TERMINAL_PROMPT": "0",
         "GIT_OPTIONAL_LOCKS": "0",  # `status` must not take the index lock of a live checkout
     }

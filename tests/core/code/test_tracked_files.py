@@ -34,6 +34,7 @@ FILES = {
     "debug.log": False,
     "node_modules/pkg/index.py": True,  # tracked, but vendored folders are never read
     "notes.txt": False,  # untracked and not ignored: read as before
+    "generated/.env": True,  # tracked, but a secret's name is never read
 }
 
 
@@ -67,6 +68,7 @@ def test_git_lists_tracked_and_tracked_but_ignored_files(tmp_path: Path) -> None
     assert tracked_files(root) == {".gitignore", *(p for p, t in FILES.items() if t)}
     assert sorted(tracked_but_ignored(root) or []) == [
         "fixtures/expected.log",
+        "generated/.env",
         "generated/deep/types.py",
         "generated/schema.py",
     ]
@@ -89,6 +91,21 @@ def test_selection_agrees_with_the_walk(tmp_path: Path) -> None:
     assert {p for p in [*FILES, ".gitignore"] if selection.allows(p)} == READABLE
     assert selection.refusal("generated/scratch.py") == "ignored"
     assert selection.refusal("node_modules/pkg/index.py") == "ignored"
+    assert selection.refusal("generated/.env") == "secret"
+
+
+def test_the_environment_does_not_point_git_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tracked_repo(tmp_path)
+    other = tmp_path / "other"
+    write(other, "elsewhere.py", "x = 1\n")
+    git(other, "init", "-q")
+    git(other, "add", "elsewhere.py")
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(other / ".git" / "index"))
+
+    assert {f.path for f in walk(root)} == READABLE
 
 
 def test_without_git_the_gitignore_decides_alone(tmp_path: Path) -> None:
