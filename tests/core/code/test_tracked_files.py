@@ -65,7 +65,7 @@ READABLE = {
 def test_git_lists_tracked_and_tracked_but_ignored_files(tmp_path: Path) -> None:
     root = tracked_repo(tmp_path)
 
-    assert tracked_files(root) == {".gitignore", *(p for p, t in FILES.items() if t)}
+    assert tracked_files(root) == frozenset([".gitignore", *(p for p, t in FILES.items() if t)])
     assert sorted(tracked_but_ignored(root) or []) == [
         "fixtures/expected.log",
         "generated/.env",
