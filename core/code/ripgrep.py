@@ -32,8 +32,11 @@ MAX_LINE_CHARS = 300
 # submatches'). A longer one is skipped, never fatal (`read_lines`).
 RG_LINE_LIMIT = 12 * MAX_FILE_BYTES + (1 << 16)
 # Tracked files a .gitignore matches, named to ripgrep one by one (`tracked_paths`); past this
-# many, ripgrep reads ignored folders too and `Selection` drops what git does not track.
+# many, or this many characters of names (a command line has a size limit, and a hostile
+# repository can have 4,096-character paths), ripgrep reads ignored folders too and
+# `Selection` drops what git does not track.
 MAX_NAMED_FILES = 1_000
+MAX_NAMED_CHARS = 100_000
 
 
 class RipgrepMissing(RuntimeError):
@@ -133,7 +136,7 @@ def rg_command(
         cmd += ["--glob", path_glob]
     for name in sorted(SKIPPED_DIRS):  # after the caller's glob: later globs win
         cmd += ["--glob", f"!{name}/"]
-    if len(tracked) > MAX_NAMED_FILES:
+    if len(tracked) > MAX_NAMED_FILES or sum(len(p) + 1 for p in tracked) > MAX_NAMED_CHARS:
         return [*cmd, "--no-ignore-vcs", "--regexp", pattern, "--", "."]
     return [*cmd, "--regexp", pattern, "--", ".", *tracked]
 

@@ -15,6 +15,7 @@ from core.code import ripgrep
 from core.code.git_local import tracked_but_ignored, tracked_files
 from core.code.selection import Selection
 from core.code.walk import walk
+from core.store.models import Repo
 from tests.conftest import BotHarness
 from tests.core.code.test_code import tool_results
 from tests.core.code.test_selection import files_in, repo_bot
@@ -145,24 +146,42 @@ async def test_the_code_tools_read_tracked_files_only(
     )
 
     assert files_in(grep_all) == READABLE - {".gitignore"}
-    assert grep_all.startswith("5 matches in 5 file(s):")  # a named file is not counted twice
+    assert grep_all.startswith("5 matches in 5 file(s):")
     assert files_in(grep_narrow) == {"generated/schema.py"}
     assert set(listed.splitlines()[1:]) == READABLE
     assert read_tracked.startswith("## svc: generated/schema.py (lines 1-1 of 1)")
     assert read_untracked.startswith("Error: refused: generated/scratch.py is ignored")
 
 
-async def test_past_the_named_file_limit_grep_still_reads_tracked_files_only(
+@pytest.mark.parametrize(("limit", "value"), [("MAX_NAMED_FILES", 2), ("MAX_NAMED_CHARS", 30)])
+async def test_past_the_named_file_limits_grep_still_reads_tracked_files_only(
     make_bot: MakeBot,
     fake_llm: FakeOpenAI,
     write_policy: Callable[[str], Path],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    limit: str,
+    value: int,
 ) -> None:
-    monkeypatch.setattr(ripgrep, "MAX_NAMED_FILES", 2)
+    monkeypatch.setattr(ripgrep, limit, value)  # four tracked files are ignored: past either
     root = tracked_repo(tmp_path)
+    named = ripgrep.tracked_paths(root, None)
+    assert "--no-ignore-vcs" in ripgrep.rg_command(NEEDLE, None, 0, named)
     bot = await repo_bot(make_bot, fake_llm, write_policy, root)
 
     (grep_all,) = await tool_results(bot, fake_llm, ("grep_code", {"pattern": NEEDLE}))
 
     assert files_in(grep_all) == READABLE - {".gitignore"}
+
+
+async def test_a_file_reached_twice_is_reported_once(tmp_path: Path) -> None:
+    """ripgrep searches a named file even when its folder walk reaches it too (where its
+    reading of a .gitignore and git's differ): the second report is dropped, not counted."""
+    root = tracked_repo(tmp_path)
+    repo = Repo(name="svc", root=str(root), origin=str(root))
+    run = ripgrep.GrepRun(limit=50)
+
+    await ripgrep.grep_repo(repo, ripgrep.rg_command(NEEDLE, None, 0, ["src/app.py"]), run)
+
+    assert [f.path for f in run.files].count("src/app.py") == 1
+    assert run.matches == len(run.files)  # one line each
