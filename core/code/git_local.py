@@ -21,9 +21,12 @@ REDIRECTING = frozenset(
 )
 
 
-def run_git(root: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
-    """`git -C root args...`, its output as text (bytes that are not UTF-8, as in a file
-    name, come through as lone surrogates, the way `os.scandir` names them)."""
+def run_git(
+    root: Path, *args: str, timeout: float = GIT_TIMEOUT, errors: str = "surrogateescape"
+) -> subprocess.CompletedProcess[str] | None:
+    """`git -C root args...`, its output as text. By default bytes that are not UTF-8, as in
+    a file name, come through as lone surrogates, the way `os.scandir` names them; text meant
+    for people (a commit subject) takes `errors="replace"`."""
     env = {
         **{k: v for k, v in os.environ.items() if k not in REDIRECTING},
         "GIT_TERMINAL_PROMPT": "0",
@@ -37,8 +40,8 @@ def run_git(root: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
             stdin=subprocess.DEVNULL,
             capture_output=True,
             encoding="utf-8",
-            errors="surrogateescape",
-            timeout=GIT_TIMEOUT,
+            errors=errors,
+            timeout=timeout,
             check=False,
         )
     except (OSError, subprocess.SubprocessError) as exc:

@@ -176,7 +176,10 @@ async def grep_repo(repo: Repo, cmd: list[str], run: GrepRun) -> None:
     )
     assert proc.stdout is not None and proc.stderr is not None
     current: FileHits | None = None
-    finished: set[str] = set()  # a file named and also found in its folder is reported twice
+    # A file named on the command line and also found in its folder is searched twice: each
+    # search is one begin..end block in the output, and only a file's first block counts.
+    searched: set[str] = set()
+    repeat = False
     try:
         async for line in read_lines(proc.stdout):
             if line is None:
@@ -184,11 +187,13 @@ async def grep_repo(repo: Repo, cmd: list[str], run: GrepRun) -> None:
                 continue
             event = json.loads(line)
             kind, data = event.get("type"), event.get("data", {})
-            if kind not in ("match", "context"):
+            if kind == "begin":
+                rel = _text(data["path"]).removeprefix("./")
+                repeat = rel in searched
+                searched.add(rel)
+            if kind not in ("match", "context") or repeat:
                 continue
             rel = _text(data["path"]).removeprefix("./")
-            if rel in finished:
-                continue
             allowed = selection.known(rel)
             if allowed is None:  # first hit in this file: stats, maybe a .gitignore read
                 allowed = await asyncio.to_thread(selection.allows, rel)
@@ -200,8 +205,6 @@ async def grep_repo(repo: Repo, cmd: list[str], run: GrepRun) -> None:
                     break
                 run.matches += 1
             if current is None or current.path != rel or current.repo != repo.name:
-                if current is not None:
-                    finished.add(current.path)
                 current = FileHits(repo.name, rel)
                 run.files.append(current)
             number = int(data.get("line_number") or 0)

@@ -5,13 +5,13 @@ the remote is a known forge."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from core.code.forge import Forge, forge_of
+from core.code.git_local import run_git
 from core.digest.kinds.base import DigestContent, DigestContext, Kind, clip, register
 
 MAX_COMMITS = 200  # per repository and period
@@ -29,14 +29,11 @@ class Commit:
 
 
 def _git(root: Path, *args: str) -> str:
-    result = subprocess.run(
-        ["git", "-C", str(root), *args],
-        capture_output=True,
-        text=True,
-        timeout=GIT_TIMEOUT,
-        check=False,
-        errors="replace",
-    )
+    # The project's one way to run git on a checkout: no hook from the repository's config,
+    # no GIT_DIR from the environment pointing elsewhere.
+    result = run_git(root, *args, timeout=GIT_TIMEOUT, errors="replace")
+    if result is None:
+        raise RuntimeError(f"git did not run or took longer than {GIT_TIMEOUT:.0f} s")
     if result.returncode != 0:
         raise RuntimeError(
             result.stderr.strip().splitlines()[-1] if result.stderr else "git failed"
@@ -94,7 +91,7 @@ async def collect(ctx: DigestContext) -> DigestContent:
             continue
         try:
             commits, forge = await asyncio.to_thread(read_log, root, ctx.start, ctx.end)
-        except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+        except RuntimeError as exc:  # run_git turns OSError and timeouts into None
             notes.append(f"{repo.name}: the git log could not be read ({clip(str(exc), 120)}).")
             continue
         if not commits:
