@@ -102,7 +102,10 @@ def tracked_paths(root: Path, path_glob: str | None) -> list[str]:
     kept = [p for p in found if not any(skipped_dir(part) for part in p.split("/")[:-1])]
     if path_glob:
         negated = path_glob.startswith("!")
-        spec = pathspec.GitIgnoreSpec.from_lines([path_glob.removeprefix("!")])
+        try:
+            spec = pathspec.GitIgnoreSpec.from_lines([path_glob.removeprefix("!")])
+        except ValueError:  # not a pattern ("\\"): ripgrep reports its own error for it
+            return []
         kept = [p for p in kept if spec.match_file(p) != negated]
     return kept
 

@@ -185,3 +185,17 @@ async def test_a_file_reached_twice_is_reported_once(tmp_path: Path) -> None:
 
     assert [f.path for f in run.files].count("src/app.py") == 1
     assert run.matches == len(run.files)  # one line each
+
+
+async def test_a_glob_that_is_no_pattern_gets_ripgreps_reason(
+    make_bot: MakeBot, fake_llm: FakeOpenAI, write_policy: Callable[[str], Path], tmp_path: Path
+) -> None:
+    root = tracked_repo(tmp_path)
+    bot = await repo_bot(make_bot, fake_llm, write_policy, root)
+
+    (result,) = await tool_results(
+        bot, fake_llm, ("grep_code", {"pattern": NEEDLE, "path_glob": "generated/\\"})
+    )
+
+    # ripgrep's own reason, which the model can act on (not "the tool failed")
+    assert result.startswith("Error: the search failed: rg: error parsing glob"), result
