@@ -5,6 +5,7 @@ that escape the root. `READABLE` is what the walk must yield from it, nothing mo
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 NEEDLE = "retry_webhook"  # appears in readable code and in every file that must stay hidden
@@ -37,6 +38,18 @@ def {NEEDLE}(event, attempts=3):
 def deliver(event):
     return event is not None
 '''
+
+
+def git(root: Path, *args: str) -> str:
+    """`git` in `root` with a throwaway identity (for commits); its output, stripped."""
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.strip()
 
 
 def write(root: Path, rel: str, text: str) -> Path:

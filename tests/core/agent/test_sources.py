@@ -5,7 +5,6 @@ scopes and skills by name."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -21,20 +20,9 @@ from core.request import Reply, Source
 from core.tools.result import CodeLocation
 from tests.conftest import POLICY_ALL
 from tests.support.clocks import Clock
-from tests.support.code_repo import NEEDLE, make_repo, write
+from tests.support.code_repo import NEEDLE, git, make_repo, write
 
 REMOTE = "https://x-access-token:ghp_SECRET0123456789@github.com/team/api.git"
-
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout.strip()
 
 
 def pushed_repo(base: Path, name: str = "api", *, remote: str | None = REMOTE) -> tuple[Path, str]:

@@ -19,7 +19,7 @@ from core.store.models import Repo
 from tests.conftest import BotHarness
 from tests.core.code.test_code import tool_results
 from tests.core.code.test_selection import files_in, repo_bot
-from tests.support.code_repo import write
+from tests.support.code_repo import git, write
 from tests.support.fakes.openai_server import FakeOpenAI
 
 MakeBot = Callable[..., BotHarness]
@@ -37,10 +37,6 @@ FILES = {
     "notes.txt": False,  # untracked and not ignored: read as before
     "generated/.env": True,  # tracked, but a secret's name is never read
 }
-
-
-def git(root: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
 
 
 def tracked_repo(base: Path) -> Path:
