@@ -67,11 +67,12 @@ async def catch_up_vectors(app: App) -> int:
         except VectorStoreError as exc:  # held by another process, server down: next time
             log.debug("vectors of %s not caught up: %s", repo.name, exc)
             return embedded
-        if result.embedded or result.deleted:
+        if result.embedded or result.deleted or result.reused:
             log.info(
-                "vectors of %s caught up: %d embedded, %d deleted",
+                "vectors of %s caught up: %d embedded, %d reused, %d deleted",
                 repo.name,
                 result.embedded,
+                result.reused,
                 result.deleted,
             )
         embedded += result.embedded

@@ -466,6 +466,25 @@ class EdgeBackend:
 
         return await self._call(work)
 
+    async def dense_vectors(self, ids: Sequence[int]) -> dict[int, list[float]]:
+        if not ids:
+            return {}
+        batches: list[list[qe.PointId]] = [
+            list(ids[i : i + SCROLL_BATCH]) for i in range(0, len(ids), SCROLL_BATCH)
+        ]
+
+        def work(shard: qe.EdgeShard) -> dict[int, list[float]]:
+            out: dict[int, list[float]] = {}
+            for batch in batches:
+                for r in shard.retrieve(batch, with_payload=False, with_vector=[DENSE]):
+                    vectors = r.vector if isinstance(r.vector, dict) else {}
+                    vector = vectors.get(DENSE)
+                    if isinstance(vector, list) and all(isinstance(x, float) for x in vector):
+                        out[int(r.id)] = cast(list[float], vector)
+            return out
+
+        return await self._call(work)
+
     async def query(self, plan: QueryPlan) -> list[Scored]:
         request = _request(plan)
 

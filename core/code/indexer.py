@@ -40,6 +40,7 @@ class IndexReport:
         out = self.files.summary()
         if self.vectors is not None:
             out["vectors_embedded"] = self.vectors.embedded
+            out["vectors_reused"] = self.vectors.reused
             out["vectors_deleted"] = self.vectors.deleted
         return out
 

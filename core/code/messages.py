@@ -28,7 +28,10 @@ def index_done(name: str, summary: dict[str, int], vectors_error: str | None = N
         f"{summary['unchanged']} unchanged; {summary.get('chunks_written', 0)} chunks written"
     )
     if "vectors_embedded" in summary:
-        text += f", {summary['vectors_embedded']} embedded."
+        text += f", {summary['vectors_embedded']} embedded"
+        # Chunks re-made unchanged (the rest of an edited file) kept their vectors.
+        reused = summary.get("vectors_reused", 0)
+        text += f" ({reused} unchanged kept their vectors)." if reused else "."
     else:
         text += "."
     if vectors_error:

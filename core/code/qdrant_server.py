@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from qdrant_client.http import models as qm
 
@@ -167,6 +167,22 @@ class ServerBackend:
                 )
             if offset is None:
                 return out
+
+    async def dense_vectors(self, ids: Sequence[int]) -> dict[int, list[float]]:
+        out: dict[int, list[float]] = {}
+        for start in range(0, len(ids), SCROLL_BATCH):
+            part: list[qm.ExtendedPointId] = list(ids[start : start + SCROLL_BATCH])
+            try:
+                records = await self._client.retrieve(
+                    self.collection, part, with_payload=False, with_vectors=[DENSE]
+                )
+            except Exception as exc:
+                raise self._error(exc) from exc
+            for r in records:
+                vector = r.vector.get(DENSE) if isinstance(r.vector, dict) else None
+                if isinstance(vector, list) and all(isinstance(x, float) for x in vector):
+                    out[int(r.id)] = cast(list[float], vector)
+        return out
 
     async def query(self, plan: QueryPlan) -> list[Scored]:
         try:

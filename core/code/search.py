@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -40,7 +40,7 @@ from core.code.results import MAX_TOP_K, CodeResult
 from core.code.roles import role_of
 from core.code.selection import still_readable
 from core.code.store_socket import HolderGone, RemoteBackend, UnknownRepository
-from core.code.vectors import Mode, SearchHit, VectorStore, VectorStoreError
+from core.code.vectors import Mode, PointState, SearchHit, VectorStore, VectorStoreError
 from core.store.tables import table_of
 
 if TYPE_CHECKING:
@@ -68,6 +68,22 @@ class SyncResult:
     embedded: int
     deleted: int
     relabelled: int = 0  # points given their path's current role, without re-embedding
+    reused: int = 0  # new chunks given the stored vector of a point with the same content
+
+
+def _donors(
+    have: Mapping[int, PointState], digests: set[str], keep: set[int], overwritten: set[int]
+) -> dict[str, int]:
+    """For each of `digests`, a stored point embedded from that content, if any: one that
+    stays (`keep`) when there is such, else one about to be deleted; never one that this sync
+    overwrites (its vector would change under the chunks reading it)."""
+    out: dict[str, int] = {}
+    for point_id, state in sorted(have.items()):
+        if point_id in overwritten or not state.digest or state.digest not in digests:
+            continue
+        if state.digest not in out or point_id in keep:
+            out[state.digest] = point_id
+    return out
 
 
 def _as_chunk(repo: str, row: CodeChunk) -> Chunk:
@@ -337,9 +353,16 @@ class CodeSearch:
                 for i, (digest, role) in wanted.items()
                 if i in have and have[i].digest == digest and have[i].role != role
             }
-            await store.delete(stale)
+            # A file is re-chunked whole when it changes, and every file when the chunk format
+            # changes: most new chunks are old ones under a new id. A point embedded from the
+            # same text (same digest, same model: this collection) gives its vector.
+            donors = _donors(
+                have, {wanted[i][0] for i in missing}, keep=set(wanted), overwritten=set(missing)
+            )
+            donor_ids = set(donors.values())
+            await store.delete([i for i in stale if i not in donor_ids])
             await store.set_roles(relabel)
-            done = 0
+            embedded = reused = 0
             if progress is not None:
                 progress(0, len(missing))
             for start in range(0, len(missing), SYNC_BATCH):
@@ -347,11 +370,36 @@ class CodeSearch:
                 async with self._db.session() as s:
                     rows = (await s.exec(select(CodeChunk).where(col(CodeChunk.id).in_(ids)))).all()
                 items = [(int(r.id or 0), _as_chunk(repo.name, r)) for r in rows]
-                done += await store.upsert(items)
+                vectors = await self._donated(store, [donors.get(r.digest) for r in rows])
+                given = [(item, vectors[n]) for n, item in enumerate(items) if n in vectors]
+                if given:
+                    import numpy as np  # here: importing this module must stay light
+
+                    rows_given = np.asarray([v for _, v in given], dtype=np.float32)
+                    reused += await store.upsert([item for item, _ in given], vectors=rows_given)
+                fresh = [item for n, item in enumerate(items) if n not in vectors]
+                embedded += await store.upsert(fresh)
                 if progress is not None:
-                    progress(done, len(missing))
+                    progress(embedded + reused, len(missing))
+            await store.delete(sorted(donor_ids.intersection(stale)))
             await self._mark_synced(repo.id, wanted)
-        return SyncResult(embedded=done, deleted=len(stale), relabelled=len(relabel))
+        return SyncResult(
+            embedded=embedded, deleted=len(stale), relabelled=len(relabel), reused=reused
+        )
+
+    @staticmethod
+    async def _donated(store: VectorStore, donors: Sequence[int | None]) -> dict[int, list[float]]:
+        """Position in `donors` -> the vector stored under that donor point (a donor gone
+        meanwhile, or a store that cannot say, gives none: that chunk is embedded)."""
+        wanted_ids = sorted({d for d in donors if d is not None})
+        if not wanted_ids:
+            return {}
+        try:
+            found = await store.stored_vectors(wanted_ids)
+        except VectorStoreError as exc:  # a holder from before this operation, say
+            log.info("stored vectors not reused (%s): embedding again", exc)
+            return {}
+        return {n: found[d] for n, d in enumerate(donors) if d is not None and d in found}
 
     async def _texts(self, ids: Sequence[int], repos: Sequence[str]) -> dict[int, str]:
         """The texts of chunks `ids` of `repos`, as they may be shown: chunks are redacted when

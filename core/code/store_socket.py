@@ -116,6 +116,7 @@ HELLO_TIMEOUT = 10.0  # seconds a new connection has to send its token
 RELEASE_TIMEOUT = 10.0  # seconds a holder has to answer that it lets the store go
 MAX_LIMIT = 10_000  # results a query or a whole search may ask for (searches use at most 60)
 MAX_POINT_ID = 2**64 - 1  # Qdrant's numeric ids are unsigned 64-bit
+MAX_VECTOR_IDS = 4096  # points whose vectors one request may read (about 30 MB of JSON)
 MAX_SPARSE_INDEX = 2**32 - 1
 
 
@@ -405,6 +406,12 @@ class StoreServer:
                 repo = request.get("repo")
                 states = await b.states(str(repo) if repo is not None else None)
                 return {"ok": True, "states": {str(i): asdict(s) for i, s in states.items()}}
+            if op == "vectors":
+                ids = _ids(request["ids"])
+                if len(ids) > MAX_VECTOR_IDS:  # the answer must fit in a frame
+                    raise BadRequest(f"at most {MAX_VECTOR_IDS} vectors per request")
+                vectors = await b.dense_vectors(ids)
+                return {"ok": True, "vectors": {str(i): v for i, v in vectors.items()}}
             if op == "query":
                 hits = await b.query(plan_from_json(request["plan"]))
                 return {
@@ -533,6 +540,14 @@ class RemoteBackend:
     async def states(self, repo: str | None) -> dict[int, PointState]:
         answer = await self._ask({"op": "states", "repo": repo})
         return {int(i): PointState(**s) for i, s in answer["states"].items()}
+
+    async def dense_vectors(self, ids: Sequence[int]) -> dict[int, list[float]]:
+        out: dict[int, list[float]] = {}
+        for start in range(0, len(ids), MAX_VECTOR_IDS):
+            part = list(ids[start : start + MAX_VECTOR_IDS])
+            answer = await self._ask({"op": "vectors", "ids": part})
+            out.update({int(i): [float(x) for x in v] for i, v in answer["vectors"].items()})
+        return out
 
     async def query(self, plan: QueryPlan) -> list[Scored]:
         answer = await self._ask({"op": "query", "plan": plan_json(plan)})

@@ -459,6 +459,11 @@ class VectorStore:
         await self.ensure()
         return await self._backend.states(repo)
 
+    async def stored_vectors(self, ids: Sequence[int]) -> dict[int, list[float]]:
+        """The dense vectors stored under these point ids (ids not stored are left out)."""
+        await self.ensure()
+        return await self._backend.dense_vectors(ids)
+
     async def point_digests(self, repo: str | None = None) -> dict[int, str]:
         """Stored point ids and the content digest each was embedded from."""
         return {i: s.digest for i, s in (await self.point_states(repo)).items()}
