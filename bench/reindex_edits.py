@@ -98,12 +98,12 @@ async def run(mode: str, package: str, files: int) -> dict[str, Any]:
             raise SystemExit(f"vectors were not indexed: {first.vectors_error}")
         edited = edit(src, files)
         if mode == "embed-all":
-            search_module._donors = lambda *args, **kwargs: {}  # type: ignore[assignment]
+            search_module._donors = lambda *args, **kwargs: {}
         start = time.perf_counter()
         again = await app.indexer.index(repo)
         seconds = time.perf_counter() - start
     finally:
-        search_module._donors = original  # type: ignore[assignment]
+        search_module._donors = original
         await app.aclose()
     assert again.vectors is not None
     return {
