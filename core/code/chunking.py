@@ -19,7 +19,9 @@ embed. Parsing is CPU-bound and synchronous: call it from a worker thread, not t
 
 This module picks the chunker for a file and keeps `CHUNK_FORMAT`; the chunkers are apart:
 `chunk_code` (tree-sitter grammars), `chunk_text` (lines and Markdown), and the record they
-return, with the size limits, is `chunk.Chunk`.
+return, with the size limits, is `chunk.Chunk`. Two passes add what a file says elsewhere about
+a definition to its embedding context: a Go type lists its methods, and a C function that a
+Python extension registers gets its Python name and docstring (`chunk_pyext`).
 """
 
 from __future__ import annotations
@@ -29,12 +31,16 @@ import re
 
 from core.code.chunk import Chunk
 from core.code.chunk_code import ChunkBuilder
+from core.code.chunk_pyext import with_python_docs
 from core.code.chunk_text import file_chunks, markdown_chunks, split_lines
 from core.code.languages import SPECS, language_for
 
 # Raise it whenever chunks of the same file come out differently, so stored chunks are remade
-# on the next index (2: content is redacted before chunking).
-CHUNK_FORMAT = 2
+# on the next index (2: content is redacted before chunking; 3: C functions that a Python
+# extension registers carry their Python name and docstring). Only chunks whose embedding text
+# changed are embedded again: the others keep their stored vectors (`CodeSearch.sync`).
+CHUNK_FORMAT = 3
+REDACTED_SINCE = 2  # chunks of this format or later were made from redacted text
 
 _CPP_MARKERS = re.compile(r"\b(?:class|namespace|template|virtual|public:|private:)\b|::")
 
@@ -50,7 +56,11 @@ def chunk_file(repo: str, path: str, text: str) -> list[Chunk]:
     if language is None or language not in SPECS:
         return file_chunks(repo, path, language or "text", split_lines(text))
     chunks = ChunkBuilder(repo, path, language, text).build()
-    return _with_go_methods(chunks) if language == "go" else chunks
+    if language == "go":
+        return _with_go_methods(chunks)
+    if language in ("c", "cpp"):
+        return with_python_docs(chunks, text)
+    return chunks
 
 
 def _with_go_methods(chunks: list[Chunk]) -> list[Chunk]:

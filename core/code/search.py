@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from core.code.chunk import Chunk, Kind
-from core.code.chunking import CHUNK_FORMAT
+from core.code.chunking import REDACTED_SINCE
 from core.code.redact import redact
 from core.code.results import MAX_TOP_K, CodeResult
 from core.code.roles import role_of
@@ -425,7 +425,7 @@ class CodeSearch:
             current = {
                 repo_id
                 for repo_id, version in (await s.exec(formats)).all()
-                if version == CHUNK_FORMAT
+                if version is not None and version >= REDACTED_SINCE
             }
         if all(repo_id in current for _, repo_id, _, _ in rows):
             return {int(i or 0): text for i, _, _, text in rows}
