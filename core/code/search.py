@@ -371,6 +371,8 @@ class CodeSearch:
                     rows = (await s.exec(select(CodeChunk).where(col(CodeChunk.id).in_(ids)))).all()
                 items = [(int(r.id or 0), _as_chunk(repo.name, r)) for r in rows]
                 vectors = await self._donated(store, [donors.get(r.digest) for r in rows])
+                if vectors is None:  # this store cannot give vectors: stop asking
+                    donors, vectors = {}, {}
                 given = [(item, vectors[n]) for n, item in enumerate(items) if n in vectors]
                 if given:
                     import numpy as np  # here: importing this module must stay light
@@ -388,9 +390,12 @@ class CodeSearch:
         )
 
     @staticmethod
-    async def _donated(store: VectorStore, donors: Sequence[int | None]) -> dict[int, list[float]]:
+    async def _donated(
+        store: VectorStore, donors: Sequence[int | None]
+    ) -> dict[int, list[float]] | None:
         """Position in `donors` -> the vector stored under that donor point (a donor gone
-        meanwhile, or a store that cannot say, gives none: that chunk is embedded)."""
+        meanwhile gives none: that chunk is embedded); None when the store cannot give
+        vectors at all."""
         wanted_ids = sorted({d for d in donors if d is not None})
         if not wanted_ids:
             return {}
@@ -398,7 +403,7 @@ class CodeSearch:
             found = await store.stored_vectors(wanted_ids)
         except VectorStoreError as exc:  # a holder from before this operation, say
             log.info("stored vectors not reused (%s): embedding again", exc)
-            return {}
+            return None
         return {n: found[d] for n, d in enumerate(donors) if d is not None and d in found}
 
     async def _texts(self, ids: Sequence[int], repos: Sequence[str]) -> dict[int, str]:

@@ -137,16 +137,18 @@ class _NoVectors:
 
     def __init__(self, inner: object) -> None:
         self._inner = inner
+        self.asked = 0
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._inner, name)
 
     async def dense_vectors(self, ids: Sequence[int]) -> dict[int, list[float]]:
+        self.asked += 1
         raise VectorStoreError("unknown operation 'vectors'")
 
 
 async def test_a_store_that_cannot_give_vectors_embeds_them_again(
-    make_bot: MakeBot, tmp_path: Path
+    make_bot: MakeBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bot = await indexed_bot(make_bot, tmp_path)
     (repo,) = await bot.app.repos.all()
@@ -154,11 +156,14 @@ async def test_a_store_that_cannot_give_vectors_embeds_them_again(
     search = CodeSearch(bot.app.db, lambda: store, collection=store.collection)
     try:
         first = await search.sync(repo)
-        store._backend = _NoVectors(store.backend)  # type: ignore[assignment]
+        backend = _NoVectors(store.backend)
+        store._backend = backend  # type: ignore[assignment]
         await _forget_chunk_format(bot)
         await bot.app.indexer.index(repo)
+        monkeypatch.setattr("core.code.search.SYNC_BATCH", 2)  # several batches
         again = await search.sync(repo)
         assert (again.embedded, again.reused) == (first.embedded, 0)
+        assert backend.asked == 1  # asked once, not once per batch
         assert set(await store.point_digests("shop")) == await chunk_ids(bot, "shop")
     finally:
         await search.aclose()
