@@ -42,12 +42,14 @@ CACHE = ROOT / "bench" / ".cache" / "index-memory"
 MODES = ("default", "bounded")
 
 
-def corpus(package: str) -> Path:
+def corpus(package: str, cache: Path = CACHE) -> Path:
+    """A fresh copy of an installed package's files under `cache`/src (its `.py` files and the
+    rest, without bytecode)."""
     spec = util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit(f"{package} is not a package installed in this venv")
     source = Path(next(iter(spec.submodule_search_locations)))
-    target = CACHE / "src" / package
+    target = cache / "src" / package
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     return target

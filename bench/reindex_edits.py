@@ -26,7 +26,7 @@ import os
 import shutil
 import sys
 import time
-from importlib import metadata, util
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -34,21 +34,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.index_memory import corpus  # noqa: E402
 from bench.machine import append_results  # noqa: E402
 
 CACHE = ROOT / "bench" / ".cache" / "reindex-edits"
 MODES = ("reuse", "embed-all")
-
-
-def corpus(package: str) -> Path:
-    spec = util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit(f"{package} is not a package installed in this venv")
-    source = Path(next(iter(spec.submodule_search_locations)))
-    target = CACHE / "src" / package
-    shutil.rmtree(target, ignore_errors=True)
-    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    return target
 
 
 def edit(src: Path, files: int) -> list[str]:
@@ -86,7 +76,7 @@ async def run(mode: str, package: str, files: int) -> dict[str, Any]:
     import core.code.search as search_module
     from bench.search_speed import make_app
 
-    src = corpus(package)
+    src = corpus(package, CACHE)
     data = CACHE / f"data-{mode}"
     shutil.rmtree(data, ignore_errors=True)
     app = make_app(data)

@@ -6,18 +6,23 @@ process that holds the embedded store. A store that cannot give vectors costs on
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
 
-from core.code.search import CodeSearch, _donors
+from core.code.search import CodeSearch, SyncResult, _donors
 from core.code.vector_query import PointState
 from core.code.vectors import VectorStore, VectorStoreError
 from tests.conftest import BotHarness
 from tests.core.code.test_search import chunk_ids, indexed_bot
 from tests.support.vector_scenario import server_standin
+
+if TYPE_CHECKING:
+    from core.store.models import Repo
 
 MakeBot = Callable[..., BotHarness]
 
@@ -114,22 +119,35 @@ async def test_a_new_chunk_format_re_embeds_only_chunks_whose_text_changed(
     await _assert_vectors_are_their_texts(bot, await bot.app.search.store())
 
 
-async def test_the_server_path_reuses_vectors_too(make_bot: MakeBot, tmp_path: Path) -> None:
-    bot = await indexed_bot(make_bot, tmp_path)
-    (repo,) = await bot.app.repos.all()
+@contextlib.asynccontextmanager
+async def _synced_on_a_server(
+    bot: BotHarness, repo: Repo, backend: Callable[[Any], Any] | None = None
+) -> AsyncIterator[tuple[VectorStore, CodeSearch, SyncResult]]:
+    """The server path (qdrant-client's local mode standing in) synced once, then the chunk
+    format forgotten and the repository indexed again (the bot's own store is synced too);
+    `backend` wraps the store's backend after the first sync."""
     store = server_standin()
     search = CodeSearch(bot.app.db, lambda: store, collection=store.collection)
     try:
         first = await search.sync(repo)
         assert first.reused == 0
+        if backend is not None:
+            store._backend = backend(store.backend)
         await _forget_chunk_format(bot)
-        await bot.app.indexer.index(repo)  # the bot's own store is synced as well
+        await bot.app.indexer.index(repo)
+        yield store, search, first
+    finally:
+        await search.aclose()
+
+
+async def test_the_server_path_reuses_vectors_too(make_bot: MakeBot, tmp_path: Path) -> None:
+    bot = await indexed_bot(make_bot, tmp_path)
+    (repo,) = await bot.app.repos.all()
+    async with _synced_on_a_server(bot, repo) as (store, search, first):
         again = await search.sync(repo)
         assert (again.embedded, again.reused) == (0, first.embedded)
         assert set(await store.point_digests("shop")) == await chunk_ids(bot, "shop")
         await _assert_vectors_are_their_texts(bot, store)
-    finally:
-        await search.aclose()
 
 
 class _NoVectors:
@@ -152,21 +170,13 @@ async def test_a_store_that_cannot_give_vectors_embeds_them_again(
 ) -> None:
     bot = await indexed_bot(make_bot, tmp_path)
     (repo,) = await bot.app.repos.all()
-    store = server_standin()
-    search = CodeSearch(bot.app.db, lambda: store, collection=store.collection)
-    try:
-        first = await search.sync(repo)
-        backend = _NoVectors(store.backend)
-        store._backend = backend  # type: ignore[assignment]
-        await _forget_chunk_format(bot)
-        await bot.app.indexer.index(repo)
+    async with _synced_on_a_server(bot, repo, _NoVectors) as (store, search, first):
         monkeypatch.setattr("core.code.search.SYNC_BATCH", 2)  # several batches
         again = await search.sync(repo)
         assert (again.embedded, again.reused) == (first.embedded, 0)
-        assert backend.asked == 1  # asked once, not once per batch
+        assert isinstance(store.backend, _NoVectors)
+        assert store.backend.asked == 1  # asked once, not once per batch
         assert set(await store.point_digests("shop")) == await chunk_ids(bot, "shop")
-    finally:
-        await search.aclose()
 
 
 def test_donors_never_include_a_point_this_sync_overwrites() -> None:
