@@ -21,6 +21,7 @@ from core.code.edge_store import EdgeBackend
 from core.code.socket_wire import MAX_DEPTH
 from core.code.sparse import encode_query
 from core.code.store_socket import (
+    MAX_VECTOR_IDS,
     StoreServer,
     addressable,
     plan_from_json,
@@ -170,6 +171,9 @@ async def test_nesting_within_the_limit_is_fine_after_the_token(shard: Path) -> 
         {"op": "delete", "ids": [-1]},
         {"op": "delete", "ids": [2**64]},
         {"op": "set_payload", "ids": [-5], "payload": {"a": 1}},
+        {"op": "vectors", "ids": list(range(1, MAX_VECTOR_IDS + 2))},
+        {"op": "vectors", "ids": [-1]},
+        {"op": "vectors", "ids": "12"},
         {
             "op": "upsert",
             "points": [
@@ -216,6 +220,9 @@ async def test_nesting_within_the_limit_is_fine_after_the_token(shard: Path) -> 
         "id-negative",
         "id-huge",
         "payload-id-negative",
+        "vectors-too-many",
+        "vectors-id-negative",
+        "vectors-ids-not-a-list",
         "sparse-index-negative",
         "sparse-lengths-differ",
         "sparse-index-repeated",
