@@ -4,7 +4,6 @@ ratings, the audited view, tenant scoping, bad input, and hostile text rendered 
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 from core.request import Rating
 from tests.conftest import BotHarness
 from tests.support.clocks import Clock
-from tests.support.code_repo import make_repo
+from tests.support.code_repo import git, make_repo
 from tests.support.console import WEB_SECRET, sign_in
 from tests.support.fakes.openai_server import FakeOpenAI
 
@@ -140,23 +139,12 @@ def pushed_repo(base: Path) -> tuple[Path, str]:
     """The sample repository committed, its HEAD on a GitHub remote's branch: code sources
     link to the forge at that commit."""
     root = make_repo(base, "api")
-
-    def git(*args: str) -> str:
-        done = subprocess.run(
-            ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
-            cwd=root,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        return done.stdout.strip()
-
-    git("init", "-q", "-b", "main")
-    git("add", "-A")
-    git("commit", "-q", "-m", "sample")
-    git("remote", "add", "origin", "https://github.com/team/api.git")
-    git("update-ref", "refs/remotes/origin/main", "HEAD")
-    return root, git("rev-parse", "HEAD")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "sample")
+    git(root, "remote", "add", "origin", "https://github.com/team/api.git")
+    git(root, "update-ref", "refs/remotes/origin/main", "HEAD")
+    return root, git(root, "rev-parse", "HEAD")
 
 
 async def test_a_thread_shows_each_answers_sources_and_links_only_to_web_pages(
